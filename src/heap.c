@@ -1,0 +1,312 @@
+#define _GNU_SOURCE
+#include "heap.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <string.h>
+
+#include "hooks.h"
+#include "os.h"
+#include "pagemap.h"
+#include "secret.h"
+
+static pthread_mutex_t heaps_lock = PTHREAD_MUTEX_INITIALIZER;
+static rp_heap *all_heaps;
+
+static void account_os(rp_heap *h, size_t mapped, size_t unmapped)
+{
+    h->os_bytes += mapped;
+    h->os_bytes -= unmapped;
+    if (h->os_bytes > h->os_bytes_peak)
+        h->os_bytes_peak = h->os_bytes;
+}
+
+static void region_link(rp_heap *h, rp_region *r)
+{
+    rp_region **pp = &h->regions, *prev = NULL;
+    while (*pp && (*pp)->base < r->base) {
+        prev = *pp;
+        pp = &(*pp)->next;
+    }
+    r->next = *pp;
+    r->prev = prev;
+    if (*pp)
+        (*pp)->prev = r;
+    *pp = r;
+    h->nregions++;
+    h->region_bytes += r->npages << RP_PAGE_SHIFT;
+}
+
+static void region_unlink(rp_heap *h, rp_region *r)
+{
+    if (r->prev)
+        r->prev->next = r->next;
+    else
+        h->regions = r->next;
+    if (r->next)
+        r->next->prev = r->prev;
+    h->nregions--;
+    h->region_bytes -= r->npages << RP_PAGE_SHIFT;
+}
+
+/* Registers r's memory and page area, links it into h and seeds the page tier.
+ * Returns 0, -1 (ENOMEM: the address map could not grow) or -2 (overlap). */
+static int region_attach(rp_heap *h, rp_region *r, uintptr_t lo, uintptr_t hi)
+{
+    r->heap = h;
+    r->magic = RP_REGION_MAGIC ^ h->secret;
+    int rc = rp_pagemap_register(r, lo, hi);
+    if (rc != 0)
+        return rc;
+    region_link(h, r);
+    rp_page_tier_add_region(&h->pages, r);
+    return 0;
+}
+
+static void region_detach(rp_heap *h, rp_region *r)
+{
+    region_unlink(h, r);
+    rp_pagemap_unregister(r);
+    r->magic = 0;
+}
+
+/* Maps a region big enough for npages pages aligned to 2^align_order pages. */
+static int heap_grow(rp_heap *h, size_t npages, unsigned align_order)
+{
+    if (h->flags & RP_HEAP_NO_OS)
+        return -1;
+    size_t need = (size_t)1 << rp_ceil_log2(npages);
+    if (need < ((size_t)1 << align_order))
+        need = (size_t)1 << align_order;
+    size_t area = h->next_region_pages > need ? h->next_region_pages : need;
+    for (;;) {
+        size_t bytes = (area << RP_PAGE_SHIFT) + rp_align_up(rp_region_meta_bytes(area), RP_PAGE_SIZE);
+        if (!h->max_bytes || h->os_bytes + bytes <= h->max_bytes)
+            break;
+        /* Over the cap: fall back to the smallest region that serves this request. */
+        if (area == need)
+            return -1;
+        area = need;
+    }
+    rp_region *r = rp_region_map(area);
+    if (!r)
+        return -1;
+    uintptr_t lo = (uintptr_t)r->map_base, hi = lo + r->map_len;
+    if (region_attach(h, r, lo, hi) != 0) {
+        rp_os_unmap(r->map_base, r->map_len);
+        return -1;
+    }
+    account_os(h, r->map_len, 0);
+    if (area == h->next_region_pages && (h->next_region_pages << (RP_PAGE_SHIFT + 1)) <= RP_MAX_REGION)
+        h->next_region_pages <<= 1;
+    return 0;
+}
+
+rp_page *rp_heap_take_pages(rp_heap *h, size_t npages, unsigned align_order)
+{
+    rp_page *d = rp_page_tier_take_run(&h->pages, npages, align_order);
+    if (!d && heap_grow(h, npages, align_order) == 0)
+        d = rp_page_tier_take_run(&h->pages, npages, align_order);
+    return d;
+}
+
+/* Unmaps a wholly free OS region. Returns 1 if it was released. */
+static int release_region(rp_heap *h, rp_region *r)
+{
+    if (!r->map_base || r->free_pages != r->npages)
+        return 0;
+    rp_page_tier_remove_region(&h->pages, r);
+    region_detach(h, r);
+    void *base = r->map_base;
+    size_t len = r->map_len;
+    if (rp_os_unmap(base, len) != 0) {
+        /* The OS refused: keep the region. */
+        uintptr_t lo = (uintptr_t)base;
+        if (region_attach(h, r, lo, lo + len) != 0) {
+            /* Cannot happen: the map entries were just freed. Leak rather than corrupt. */
+            return 1;
+        }
+        return 0;
+    }
+    account_os(h, 0, len);
+    h->os_released += len;
+    return 1;
+}
+
+void rp_heap_give_pages(rp_heap *h, rp_page *d, size_t npages)
+{
+    rp_region *r = d->region;
+    uintptr_t addr = rp_page_addr(r, d);
+    rp_page_tier_give(&h->pages, d, npages);
+    if ((h->pages.free_pages << RP_PAGE_SHIFT) <= h->retain_bytes)
+        return;
+    if (release_region(h, r))
+        return;
+    if (r->map_base && rp_os_decommit((void *)addr, npages << RP_PAGE_SHIFT) == 0)
+        h->os_released += npages << RP_PAGE_SHIFT;
+}
+
+size_t rp_heap_trim(rp_heap *h, size_t keep_bytes)
+{
+    h = rp_heap_resolve(h);
+    if (!h)
+        return 0;
+    rp_lock_acquire(&h->lock);
+    size_t before = h->os_released;
+    for (rp_region *r = h->regions, *next; r; r = next) {
+        next = r->next;
+        if ((h->pages.free_pages << RP_PAGE_SHIFT) <= keep_bytes)
+            break;
+        if (release_region(h, r))
+            continue;
+        if (!r->map_base)
+            continue;
+        for (size_t i = 0; i < r->npages;) {
+            rp_page *d = &r->pages[i];
+            size_t n = (d->state == RP_PAGE_FREE || d->state == RP_PAGE_LARGE || d->state == RP_PAGE_SPAN) && d->npages ? d->npages : 1;
+            if (d->state == RP_PAGE_FREE && !(d->flags & RP_PAGEF_DECOMMITTED) &&
+                rp_os_decommit((void *)rp_page_addr(r, d), n << RP_PAGE_SHIFT) == 0) {
+                d->flags |= RP_PAGEF_DECOMMITTED;
+                h->os_released += n << RP_PAGE_SHIFT;
+            }
+            i += n;
+        }
+    }
+    size_t released = h->os_released - before;
+    rp_lock_release(&h->lock);
+    return released;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+
+static int config_valid(const rp_heap_config *c)
+{
+    if (c->large_threshold && (c->large_threshold < ((size_t)4 << 10) || c->large_threshold > ((size_t)256 << 20)))
+        return 0;
+    if (c->region_bytes && c->region_bytes > RP_MAX_REGION * 64)
+        return 0;
+    if (c->flags & ~(unsigned)RP_HEAP_NO_OS)
+        return 0;
+    return 1;
+}
+
+static rp_heap *heap_new(const rp_heap_config *cfg, int is_default)
+{
+    static const rp_heap_config defaults = {0};
+    if (!cfg)
+        cfg = &defaults;
+    if (!config_valid(cfg)) {
+        errno = EINVAL;
+        return NULL;
+    }
+    size_t len = rp_align_up(sizeof(rp_heap), RP_PAGE_SIZE);
+    rp_heap *h = rp_os_map(len);
+    if (!h) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    /* Fresh anonymous memory is zero: only non-zero fields are set. */
+    rp_lock_init(&h->lock);
+    h->secret = rp_secret_new((uint64_t)(uintptr_t)h);
+    const char *name = cfg->name ? cfg->name : (is_default ? "default" : "heap");
+    strncpy(h->name, name, sizeof h->name - 1);
+    h->flags = cfg->flags;
+    h->is_default = is_default;
+    h->large_threshold = cfg->large_threshold ? cfg->large_threshold : RP_DEFAULT_LARGE_THRESHOLD;
+    h->retain_bytes = cfg->retain_bytes ? cfg->retain_bytes : RP_DEFAULT_RETAIN;
+    h->max_bytes = cfg->max_bytes;
+    size_t region = cfg->region_bytes ? cfg->region_bytes : RP_DEFAULT_REGION;
+    h->next_region_pages = (size_t)1 << rp_ceil_log2((region + RP_PAGE_SIZE - 1) >> RP_PAGE_SHIFT);
+    h->span_pages = RP_SPAN_BYTES >> RP_PAGE_SHIFT;
+    h->control_len = len;
+    account_os(h, len, 0);
+    rp_hook_heap_created(h);
+
+    pthread_mutex_lock(&heaps_lock);
+    h->all_next = all_heaps;
+    if (all_heaps)
+        all_heaps->all_prev = h;
+    all_heaps = h;
+    pthread_mutex_unlock(&heaps_lock);
+    return h;
+}
+
+rp_heap *rp_heap_create(const rp_heap_config *cfg) { return heap_new(cfg, 0); }
+
+static rp_heap *default_heap;
+static pthread_once_t default_once = PTHREAD_ONCE_INIT;
+
+static void default_heap_init(void) { default_heap = heap_new(NULL, 1); }
+
+rp_heap *rp_default_heap(void)
+{
+    pthread_once(&default_once, default_heap_init);
+    return default_heap;
+}
+
+rp_heap *rp_heap_resolve(rp_heap *h) { return h ? h : rp_default_heap(); }
+
+const char *rp_heap_name(const rp_heap *h) { return h ? h->name : "(null)"; }
+
+int rp_heap_add_region(rp_heap *h, void *base, size_t len)
+{
+    if (!h || !base || len == 0 || (uintptr_t)base + len < (uintptr_t)base) {
+        errno = EINVAL;
+        return -1;
+    }
+    rp_lock_acquire(&h->lock);
+    int rc = -1;
+    /* Refuse overlaps before writing anything into the caller's memory. */
+    if (rp_pagemap_overlaps((uintptr_t)base, (uintptr_t)base + len)) {
+        errno = EINVAL;
+        goto out;
+    }
+    rp_region *r = rp_region_for_caller(base, len);
+    if (!r)
+        goto out; /* EINVAL: too small */
+    int attached = region_attach(h, r, (uintptr_t)base, (uintptr_t)base + len);
+    if (attached != 0) {
+        errno = attached == -2 ? EINVAL : ENOMEM;
+        goto out;
+    }
+    rc = 0;
+out:
+    rp_lock_release(&h->lock);
+    return rc;
+}
+
+void rp_heap_destroy(rp_heap *h)
+{
+    if (!h || h->is_default)
+        return;
+    pthread_mutex_lock(&heaps_lock);
+    if (h->all_prev)
+        h->all_prev->all_next = h->all_next;
+    else
+        all_heaps = h->all_next;
+    if (h->all_next)
+        h->all_next->all_prev = h->all_prev;
+    pthread_mutex_unlock(&heaps_lock);
+
+    rp_lock_acquire(&h->lock);
+    rp_hook_heap_destroying(h);
+    while (h->regions) {
+        rp_region *r = h->regions;
+        void *map_base = r->map_base;
+        size_t map_len = r->map_len;
+        region_detach(h, r);
+        if (map_base)
+            rp_os_unmap(map_base, map_len);
+    }
+    rp_lock_release(&h->lock);
+    rp_lock_fini(&h->lock);
+    rp_os_unmap(h, h->control_len);
+}
+
+void rp_heaps_foreach(void (*fn)(rp_heap *h, void *arg), void *arg)
+{
+    pthread_mutex_lock(&heaps_lock);
+    for (rp_heap *h = all_heaps; h; h = h->all_next)
+        fn(h, arg);
+    pthread_mutex_unlock(&heaps_lock);
+}

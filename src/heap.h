@@ -1,0 +1,78 @@
+/* The heap: its control block, lifecycle, growth from the OS and the retention policy.
+ * Internal; the public view is rp_heap in rampart.h. */
+#ifndef RP_HEAP_H
+#define RP_HEAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "block.h"
+#include "free_index.h"
+#include "lock.h"
+#include "page_tier.h"
+#include "rampart.h"
+#include "region.h"
+#include "report.h"
+
+#define RP_DEFAULT_LARGE_THRESHOLD ((size_t)64 << 10)
+#define RP_DEFAULT_RETAIN ((size_t)32 << 20)
+#define RP_DEFAULT_REGION ((size_t)4 << 20)
+#define RP_MAX_REGION ((size_t)256 << 20)  /* regions grow geometrically up to this */
+#define RP_SPAN_BYTES ((size_t)1 << 20)    /* preferred span size */
+#define RP_MAX_SPAN_BYTES ((size_t)1 << 30)
+#define RP_MAX_REQUEST ((size_t)1 << 43)   /* larger requests fail with ENOMEM */
+#define RP_MIN_ALIGN ((size_t)RP_GRANULE)
+
+/* The control block, mapped on its own. Invariants beyond those of its parts (checked by
+ * rp_heap_check against a full walk):
+ *   H1  blocks_in_use / bytes_in_use / bytes_usable count exactly the live blocks (span
+ *       blocks and large blocks; quarantined blocks are live for the core);
+ *   H2  spans / span_bytes count the SPAN heads; large_blocks the LARGE heads;
+ *   H3  nregions / region_bytes match the region list, which is sorted by address;
+ *   H4  spare_span, when set, is a free block covering a whole span, on the index;
+ *   H5  every region's heap pointer is this heap. */
+struct rp_heap {
+    rp_lock lock;
+    uint64_t secret;
+    char name[32];
+    unsigned flags;
+    int is_default;
+    size_t large_threshold;
+    size_t retain_bytes;
+    size_t max_bytes;
+    size_t next_region_pages;  /* page-area size of the next OS region */
+    size_t span_pages;         /* preferred span size in pages */
+
+    rp_free_index index;       /* segregated-fit tier: free blocks in spans */
+    rp_page_tier pages;        /* page tier: free pages of every region */
+    rp_region *regions;        /* sorted by base */
+    rp_block *spare_span;      /* one wholly free span kept instead of returned (H4) */
+
+    /* counters (rp_heap_stats) */
+    size_t bytes_in_use, bytes_usable, blocks_in_use;
+    size_t spans, span_bytes, large_blocks;
+    size_t nregions, region_bytes;
+    size_t os_bytes, os_bytes_peak, os_released;
+    uint64_t alloc_calls, free_calls, blocks_examined, max_examined;
+
+    void *debug;               /* the debug runtime's per-heap state (debug flavour) */
+    size_t control_len;        /* bytes mapped for this control block */
+    struct rp_heap *all_next, *all_prev; /* list of all heaps */
+};
+
+/* h, or the default heap for NULL (NULL only if it cannot be created). */
+rp_heap *rp_heap_resolve(rp_heap *h);
+
+/* Takes a run of npages pages aligned to 2^align_order pages from the page tier, mapping a
+ * new OS region when none is free and the heap may grow. NULL when out of memory. */
+rp_page *rp_heap_take_pages(rp_heap *h, size_t npages, unsigned align_order);
+
+/* Returns npages pages at d to the page tier and applies the retention policy: above
+ * retain_bytes of free pages, a wholly free OS region is unmapped, otherwise the pages just
+ * freed are decommitted. */
+void rp_heap_give_pages(rp_heap *h, rp_page *d, size_t npages);
+
+/* Calls fn on every heap with the global heap list locked (fork handling, tools). */
+void rp_heaps_foreach(void (*fn)(rp_heap *h, void *arg), void *arg);
+
+#endif

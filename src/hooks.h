@@ -1,0 +1,122 @@
+/* The core's hook interface to the debug flavour.
+ *
+ * The core calls these at fixed points; in the release flavour they are empty inline
+ * functions and the prefix/suffix sizes are 0, so release code contains none of them.
+ * With RAMPART_DEBUG the declarations below are implemented in debug/ (the debug runtime),
+ * which depends on src/, never the reverse.
+ *
+ * Every hook taking a heap is called with that heap locked, except rp_hook_report.
+ * Memory layout the hooks rely on:
+ *   - every block's user area is preceded by RP_HOOK_PREFIX bytes the debug runtime owns
+ *     (span blocks: right after the 16-byte header; page-tier blocks: the end of a lead page
+ *     placed before the user pointer), and followed by at least RP_HOOK_SUFFIX bytes beyond
+ *     the requested size (room for a trailer canary).
+ */
+#ifndef RP_HOOKS_H
+#define RP_HOOKS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rampart.h"
+
+/* Core functions that read and write allocator metadata sitting next to user memory are not
+ * instrumented by AddressSanitizer, so the debug flavour can poison headers, padding and free
+ * memory and still let the core touch them. */
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define RP_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+#define RP_ASAN 1
+#endif
+#ifdef RP_ASAN
+#define RP_NO_SANITIZE_ADDRESS __attribute__((no_sanitize_address))
+#else
+#define RP_NO_SANITIZE_ADDRESS
+#endif
+
+struct rp_fault;
+
+/* What the debug runtime decides about a free. */
+enum {
+    RP_HOOK_FREE_NOW = 0,   /* the core returns the block to free space now */
+    RP_HOOK_FREE_LATER = 1, /* held in quarantine; the runtime calls rp_core_release later */
+    RP_HOOK_FREE_REFUSE = 2 /* an error was recorded in the fault; the block is left alone */
+};
+
+#ifdef RAMPART_DEBUG
+
+#define RP_HOOK_PREFIX 32u
+#define RP_HOOK_SUFFIX 8u
+
+void rp_hook_heap_created(rp_heap *h);
+void rp_hook_heap_destroying(rp_heap *h);
+/* A block was just allocated: user area [user, user+usable), requested bytes, alignment. */
+void rp_hook_alloc(rp_heap *h, void *user, size_t requested, size_t usable, size_t align);
+/* The program frees user (already validated by the core). */
+int rp_hook_free(rp_heap *h, void *user, size_t usable, struct rp_fault *fault);
+/* An in-place realloc changed the requested size (usable may have changed too). */
+void rp_hook_resize(rp_heap *h, void *user, size_t requested, size_t usable);
+/* Span memory [p, p+len) has just become free payload (not header or links). */
+void rp_hook_span_freed(rp_heap *h, void *p, size_t len);
+/* Span memory [p, p+len), free payload until now, is being handed out as a user area. */
+void rp_hook_span_reused(rp_heap *h, void *p, size_t len, struct rp_fault *fault);
+/* rp_usable_size: the debug flavour answers the requested size (the trailer canary follows). */
+size_t rp_hook_usable(rp_heap *h, void *user, size_t usable);
+/* Adds the debug view of a used block (requested size, stacks, quarantined) to *info. */
+void rp_hook_block_info(rp_heap *h, rp_block_info *info);
+/* rp_heap_check: verifies the debug invariants of one block; returns 0 or writes why. */
+int rp_hook_check_block(rp_heap *h, const rp_block_info *info, char *why, size_t len);
+/* rp_heap_check: verifies the runtime's own structures for the heap; 0 or writes why. */
+int rp_hook_check_heap(rp_heap *h, char *why, size_t len);
+/* A report is about to be delivered to the report function (heap unlocked). */
+void rp_hook_report(rp_report *r);
+
+#else /* release: every hook compiles to nothing */
+
+#define RP_HOOK_PREFIX 0u
+#define RP_HOOK_SUFFIX 0u
+
+static inline void rp_hook_heap_created(rp_heap *h) { (void)h; }
+static inline void rp_hook_heap_destroying(rp_heap *h) { (void)h; }
+static inline void rp_hook_alloc(rp_heap *h, void *user, size_t requested, size_t usable, size_t align)
+{
+    (void)h, (void)user, (void)requested, (void)usable, (void)align;
+}
+static inline int rp_hook_free(rp_heap *h, void *user, size_t usable, struct rp_fault *fault)
+{
+    (void)h, (void)user, (void)usable, (void)fault;
+    return RP_HOOK_FREE_NOW;
+}
+static inline void rp_hook_resize(rp_heap *h, void *user, size_t requested, size_t usable)
+{
+    (void)h, (void)user, (void)requested, (void)usable;
+}
+static inline void rp_hook_span_freed(rp_heap *h, void *p, size_t len) { (void)h, (void)p, (void)len; }
+static inline void rp_hook_span_reused(rp_heap *h, void *p, size_t len, struct rp_fault *fault)
+{
+    (void)h, (void)p, (void)len, (void)fault;
+}
+static inline size_t rp_hook_usable(rp_heap *h, void *user, size_t usable)
+{
+    (void)h, (void)user;
+    return usable;
+}
+static inline void rp_hook_block_info(rp_heap *h, rp_block_info *info) { (void)h, (void)info; }
+static inline int rp_hook_check_block(rp_heap *h, const rp_block_info *info, char *why, size_t len)
+{
+    (void)h, (void)info, (void)why, (void)len;
+    return 0;
+}
+static inline int rp_hook_check_heap(rp_heap *h, char *why, size_t len)
+{
+    (void)h, (void)why, (void)len;
+    return 0;
+}
+static inline void rp_hook_report(rp_report *r) { (void)r; }
+
+#endif /* RAMPART_DEBUG */
+
+#endif

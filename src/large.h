@@ -1,0 +1,28 @@
+/* Large blocks: requests served directly as whole pages by the page tier (sizes at or above
+ * the heap's large threshold, alignments at or above it, and page-aligned requests of whole
+ * pages). Their metadata lives in the page descriptors only, so a 4096-byte block aligned
+ * to 4096 costs exactly one page. All functions run with the heap locked. */
+#ifndef RP_LARGE_H
+#define RP_LARGE_H
+
+#include <stddef.h>
+
+#include "heap.h"
+
+/* Allocates a large block; NULL when out of memory. *usable receives its usable bytes. */
+void *rp_large_alloc(rp_heap *h, size_t size, size_t align, size_t *usable);
+
+/* Frees the large block whose head descriptor is d. */
+void rp_large_release(rp_heap *h, rp_page *d);
+
+/* Resizes in place (shrinking returns whole pages; growing works within the pages already
+ * held). Returns 1 on success, 0 if the block must move. */
+int rp_large_resize(rp_heap *h, rp_page *d, size_t size);
+
+/* User pointer of the large block headed by d. */
+static inline void *rp_large_user(const rp_page *d)
+{
+    return (void *)(rp_page_addr(d->region, d) + ((uintptr_t)d->u.large.lead_pages << RP_PAGE_SHIFT));
+}
+
+#endif

@@ -1,0 +1,46 @@
+/* The only module that talks to the OS about memory (mmap / munmap / madvise).
+ *
+ * Every call goes through one counter so tests can make the N-th call fail
+ * (rp_os_fail_at) and check that the heap reports ENOMEM, stays consistent and leaks
+ * nothing. The module also counts the bytes it has mapped, process-wide. */
+#ifndef RP_OS_H
+#define RP_OS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define RP_OS_PAGE 4096u
+
+/* Maps len bytes (a multiple of RP_OS_PAGE) of zeroed, private, read-write memory.
+ * NULL on failure. */
+void *rp_os_map(size_t len);
+
+/* Maps len bytes (a multiple of RP_OS_PAGE) so that the byte at offset `offset` (a multiple
+ * of RP_OS_PAGE) is aligned to align (a power of two), by mapping len + align and trimming.
+ * Returns the start of the len bytes. The mapping to give back later is returned in
+ * *map_base and *map_len (the len bytes themselves, or more where trimming failed). */
+void *rp_os_map_aligned(size_t len, size_t align, size_t offset, void **map_base, size_t *map_len);
+
+/* Unmaps [p, p+len). Returns 0, or -1 (the memory then stays mapped and counted). */
+int rp_os_unmap(void *p, size_t len);
+
+/* Tells the OS the contents of [p, p+len) are no longer needed (MADV_DONTNEED): the pages
+ * read back as zeros and stop counting towards RSS. Returns 0 or -1. */
+int rp_os_decommit(void *p, size_t len);
+
+/* Scratch memory for diagnostics (the checker's tables): not subject to fault injection and
+ * not counted in rp_os_mapped_bytes, so checking a heap never changes what tests measure. */
+void *rp_os_scratch_map(size_t len);
+void rp_os_scratch_unmap(void *p, size_t len);
+
+/* Fault injection for tests: the n-th OS call from now fails (n = 1: the next one).
+ * 0 turns injection off. Calls that were made are counted whether or not they fail. */
+void rp_os_fail_at(uint64_t n);
+
+/* Number of OS calls made so far (mmap, munmap and madvise each count one). */
+uint64_t rp_os_calls(void);
+
+/* Bytes currently mapped by rampart in this process (heaps, regions, the address map). */
+size_t rp_os_mapped_bytes(void);
+
+#endif

@@ -1,0 +1,148 @@
+#include "page_tier.h"
+
+#include "bits.h"
+
+static inline uintptr_t abs_page(const rp_region *r, const rp_page *d)
+{
+    return (r->base >> RP_PAGE_SHIFT) + (uintptr_t)(d - r->pages);
+}
+
+void rp_page_tier_link(rp_page_tier *t, rp_page *d, unsigned order)
+{
+    d->state = RP_PAGE_FREE;
+    d->flags = 0;
+    d->order = (uint8_t)order;
+    d->npages = (uint32_t)((size_t)1 << order);
+    d->u.free.prev = NULL;
+    d->u.free.next = t->lists[order];
+    if (d->u.free.next)
+        d->u.free.next->u.free.prev = d;
+    t->lists[order] = d;
+    t->nonempty |= (uint64_t)1 << order;
+    t->free_pages += (size_t)1 << order;
+    t->blocks[order]++;
+    d->region->free_pages += (size_t)1 << order;
+}
+
+void rp_page_tier_unlink(rp_page_tier *t, rp_page *d)
+{
+    unsigned order = d->order;
+    if (d->u.free.prev)
+        d->u.free.prev->u.free.next = d->u.free.next;
+    else
+        t->lists[order] = d->u.free.next;
+    if (d->u.free.next)
+        d->u.free.next->u.free.prev = d->u.free.prev;
+    if (!t->lists[order])
+        t->nonempty &= ~((uint64_t)1 << order);
+    t->free_pages -= (size_t)1 << order;
+    t->blocks[order]--;
+    d->region->free_pages -= (size_t)1 << order;
+    d->state = RP_PAGE_NONE;
+    d->u.free.next = d->u.free.prev = NULL;
+}
+
+rp_page *rp_page_tier_take(rp_page_tier *t, unsigned order)
+{
+    if (order >= RP_ORDERS)
+        return NULL;
+    uint64_t candidates = t->nonempty & (~(uint64_t)0 << order);
+    if (!candidates)
+        return NULL;
+    unsigned k = rp_ctz(candidates);
+    rp_page *d = t->lists[k];
+    rp_page_tier_unlink(t, d);
+    /* Split down: the upper halves go back as free blocks of decreasing order. */
+    while (k > order) {
+        k--;
+        rp_page_tier_link(t, d + ((size_t)1 << k), k);
+    }
+    d->npages = (uint32_t)((size_t)1 << order);
+    return d;
+}
+
+rp_page *rp_page_tier_take_run(rp_page_tier *t, size_t npages, unsigned align_order)
+{
+    if (npages == 0 || npages > ((size_t)1 << 31))
+        return NULL;
+    unsigned order = rp_ceil_log2(npages);
+    if (order < align_order)
+        order = align_order;
+    rp_page *d = rp_page_tier_take(t, order);
+    if (!d)
+        return NULL;
+    size_t block = (size_t)1 << order;
+    d->npages = (uint32_t)npages;
+    if (block > npages) {
+        /* The head must not look free while its tail coalesces. */
+        d->state = RP_PAGE_LARGE;
+        rp_page_tier_give(t, d + npages, block - npages);
+        d->state = RP_PAGE_NONE;
+    }
+    return d;
+}
+
+/* Frees one naturally aligned block of 2^order pages at d, merging with free buddies. */
+static void give_block(rp_page_tier *t, rp_region *r, rp_page *d, unsigned order)
+{
+    uintptr_t first = r->base >> RP_PAGE_SHIFT;
+    uintptr_t page = abs_page(r, d);
+    while (order + 1 < RP_ORDERS) {
+        uintptr_t buddy_page = page ^ ((uintptr_t)1 << order);
+        if (buddy_page < first || buddy_page + ((uintptr_t)1 << order) > first + r->npages)
+            break;
+        rp_page *b = &r->pages[buddy_page - first];
+        if (b->state != RP_PAGE_FREE || b->order != order)
+            break;
+        rp_page_tier_unlink(t, b);
+        if (buddy_page < page) {
+            page = buddy_page;
+            d = b;
+        }
+        order++;
+    }
+    rp_page_tier_link(t, d, order);
+}
+
+void rp_page_tier_give(rp_page_tier *t, rp_page *d, size_t npages)
+{
+    rp_region *r = d->region;
+    while (npages > 0) {
+        uintptr_t page = abs_page(r, d);
+        /* Largest block that is aligned at `page` and fits in what is left. */
+        unsigned order = rp_fls(npages);
+        if (page != 0 && rp_ctz(page) < order)
+            order = rp_ctz(page);
+        if (order >= RP_ORDERS)
+            order = RP_ORDERS - 1;
+        rp_page *next = d + ((size_t)1 << order);
+        npages -= (size_t)1 << order;
+        d->state = RP_PAGE_NONE;
+        give_block(t, r, d, order);
+        d = next;
+    }
+}
+
+void rp_page_tier_add_region(rp_page_tier *t, rp_region *r)
+{
+    if (r->npages)
+        rp_page_tier_give(t, &r->pages[0], r->npages);
+}
+
+void rp_page_tier_remove_region(rp_page_tier *t, rp_region *r)
+{
+    for (size_t i = 0; i < r->npages;) {
+        rp_page *d = &r->pages[i];
+        size_t n = d->state == RP_PAGE_FREE ? d->npages : 1;
+        if (d->state == RP_PAGE_FREE)
+            rp_page_tier_unlink(t, d);
+        i += n;
+    }
+}
+
+size_t rp_page_tier_largest(const rp_page_tier *t)
+{
+    if (!t->nonempty)
+        return 0;
+    return RP_PAGE_SIZE << rp_fls(t->nonempty);
+}

@@ -1,0 +1,62 @@
+/* The page tier: a buddy allocator of pages (4 KiB << order) over a heap's regions.
+ *
+ * It serves spans to the segregated-fit tier and large blocks directly. A block of order k
+ * is naturally aligned to 4 KiB << k in absolute addresses (buddies are found by flipping
+ * bit k of the absolute page number), so a 64 KiB block aligned to 64 KiB costs no padding.
+ * Runs of pages that are not a power of two are served from the next order up, and the tail
+ * goes straight back as the largest aligned blocks it splits into (never assembled from
+ * order-0 pages). Freed runs coalesce with free buddies.
+ *
+ * Invariants (checked by rp_heap_check, together with the descriptor invariants of region.h):
+ *   B1  bit k of `nonempty` is set iff list k is non-empty;
+ *   B2  every block on list k is a FREE head of order k, and the list links are consistent
+ *       (next->prev == self, the head's prev is NULL);
+ *   B3  no free block's buddy is a free block of the same order (they would have merged);
+ *   B4  free_pages is the sum of 2^k over all listed blocks; blocks[k] counts list k.
+ * Every operation costs O(number of orders): no list is ever scanned. */
+#ifndef RP_PAGE_TIER_H
+#define RP_PAGE_TIER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rampart.h"
+#include "region.h"
+
+#define RP_ORDERS RP_STATS_ORDERS /* orders 0..39: up to 2 PiB, beyond any address space */
+
+typedef struct rp_page_tier {
+    rp_page *lists[RP_ORDERS];
+    uint64_t nonempty;        /* B1 */
+    size_t free_pages;        /* B4 */
+    size_t blocks[RP_ORDERS]; /* B4 */
+} rp_page_tier;
+
+/* Takes a free block of exactly 2^order pages, splitting a larger one if needed. The head's
+ * state is left for the caller to set. NULL if no block of that order or above is free. */
+rp_page *rp_page_tier_take(rp_page_tier *t, unsigned order);
+
+/* Takes a run of npages pages whose first page is aligned to 2^align_order pages: a block
+ * of order max(ceil_log2(npages), align_order), whose unused tail is returned at once.
+ * NULL if none. The head's npages is set; its state is left for the caller. */
+rp_page *rp_page_tier_take_run(rp_page_tier *t, size_t npages, unsigned align_order);
+
+/* Returns the run of npages pages starting at descriptor d (all of them in d's region) to the
+ * free lists: split into the largest naturally aligned blocks, each coalesced with its free
+ * buddies. The run's head descriptor must already have been taken out of its former state. */
+void rp_page_tier_give(rp_page_tier *t, rp_page *d, size_t npages);
+
+/* Seeds the free lists with a new region's whole page area. */
+void rp_page_tier_add_region(rp_page_tier *t, rp_region *r);
+
+/* Takes every free block of region r off the lists (r must be entirely free). */
+void rp_page_tier_remove_region(rp_page_tier *t, rp_region *r);
+
+/* Largest free block in bytes (0 if none). */
+size_t rp_page_tier_largest(const rp_page_tier *t);
+
+/* Link and unlink one FREE head (exposed for the checker and the retention policy). */
+void rp_page_tier_link(rp_page_tier *t, rp_page *d, unsigned order);
+void rp_page_tier_unlink(rp_page_tier *t, rp_page *d);
+
+#endif

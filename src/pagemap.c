@@ -1,0 +1,120 @@
+#include "pagemap.h"
+
+#include <pthread.h>
+
+#include "os.h"
+#include "region.h"
+
+#define PM_PAGE_SHIFT 12
+#define PM_VA_BITS 47
+#define PM_LEAF_BITS 18
+#define PM_ROOT_BITS (PM_VA_BITS - PM_PAGE_SHIFT - PM_LEAF_BITS) /* 17 */
+#define PM_LEAF_ENTRIES ((size_t)1 << PM_LEAF_BITS)
+#define PM_ROOT_ENTRIES ((size_t)1 << PM_ROOT_BITS)
+
+typedef struct rp_region *pm_leaf[PM_LEAF_ENTRIES];
+
+static pm_leaf *pm_root[PM_ROOT_ENTRIES];
+static pthread_mutex_t pm_lock = PTHREAD_MUTEX_INITIALIZER;
+static size_t pm_bytes;
+
+struct rp_region *rp_pagemap_lookup(const void *p)
+{
+    uintptr_t page = (uintptr_t)p >> PM_PAGE_SHIFT;
+    if (page >> (PM_ROOT_BITS + PM_LEAF_BITS))
+        return NULL;
+    pm_leaf *leaf = __atomic_load_n(&pm_root[page >> PM_LEAF_BITS], __ATOMIC_ACQUIRE);
+    if (!leaf)
+        return NULL;
+    return __atomic_load_n(&(*leaf)[page & (PM_LEAF_ENTRIES - 1)], __ATOMIC_ACQUIRE);
+}
+
+static pm_leaf *leaf_for(uintptr_t page, int create)
+{
+    pm_leaf **slot = &pm_root[page >> PM_LEAF_BITS];
+    pm_leaf *leaf = *slot;
+    if (!leaf && create) {
+        leaf = rp_os_map(sizeof(pm_leaf));
+        if (leaf) {
+            pm_bytes += sizeof(pm_leaf);
+            __atomic_store_n(slot, leaf, __ATOMIC_RELEASE);
+        }
+    }
+    return leaf;
+}
+
+static void set_range(uintptr_t first, size_t npages, struct rp_region *r)
+{
+    for (size_t i = 0; i < npages; i++) {
+        uintptr_t page = first + i;
+        pm_leaf *leaf = leaf_for(page, 0);
+        __atomic_store_n(&(*leaf)[page & (PM_LEAF_ENTRIES - 1)], r, __ATOMIC_RELEASE);
+    }
+}
+
+static struct rp_region *pm_regions; /* every registered region, for overlap checks */
+
+static int overlaps_locked(uintptr_t lo, uintptr_t hi)
+{
+    for (struct rp_region *r = pm_regions; r; r = r->map_next)
+        if (lo < r->mem_hi && r->mem_lo < hi)
+            return 1;
+    return 0;
+}
+
+int rp_pagemap_overlaps(uintptr_t lo, uintptr_t hi)
+{
+    pthread_mutex_lock(&pm_lock);
+    int o = overlaps_locked(lo, hi);
+    pthread_mutex_unlock(&pm_lock);
+    return o;
+}
+
+int rp_pagemap_register(struct rp_region *r, uintptr_t lo, uintptr_t hi)
+{
+    uintptr_t first = r->base >> PM_PAGE_SHIFT;
+    size_t npages = r->npages;
+    if (npages == 0 || first + npages < first || ((first + npages - 1) >> (PM_ROOT_BITS + PM_LEAF_BITS)))
+        return -1;
+    pthread_mutex_lock(&pm_lock);
+    if (overlaps_locked(lo, hi)) {
+        pthread_mutex_unlock(&pm_lock);
+        return -2;
+    }
+    /* Create every leaf first, so a failure changes nothing. */
+    for (uintptr_t page = first; page < first + npages; page = (page | (PM_LEAF_ENTRIES - 1)) + 1) {
+        if (!leaf_for(page, 1)) {
+            pthread_mutex_unlock(&pm_lock);
+            return -1;
+        }
+    }
+    set_range(first, npages, r);
+    r->mem_lo = lo;
+    r->mem_hi = hi;
+    r->map_next = pm_regions;
+    pm_regions = r;
+    pthread_mutex_unlock(&pm_lock);
+    return 0;
+}
+
+void rp_pagemap_unregister(struct rp_region *r)
+{
+    pthread_mutex_lock(&pm_lock);
+    set_range(r->base >> PM_PAGE_SHIFT, r->npages, NULL);
+    for (struct rp_region **pp = &pm_regions; *pp; pp = &(*pp)->map_next) {
+        if (*pp == r) {
+            *pp = r->map_next;
+            break;
+        }
+    }
+    r->map_next = NULL;
+    pthread_mutex_unlock(&pm_lock);
+}
+
+size_t rp_pagemap_bytes(void)
+{
+    pthread_mutex_lock(&pm_lock);
+    size_t n = pm_bytes;
+    pthread_mutex_unlock(&pm_lock);
+    return n;
+}

@@ -1,0 +1,40 @@
+/* The address map: which region (if any) owns each 4 KiB page of the address space.
+ *
+ * rp_free(p) finds p's heap through it, and a pointer rampart never handed out (a stack
+ * address, another allocator's block) is recognised without touching memory around p.
+ *
+ * Structure: a two-level radix tree over the 47-bit user address space. Level 1 is a static
+ * array of 2^17 slots, each covering 1 GiB; a slot points to a leaf of 2^18 region pointers,
+ * one per page, mapped on first use and never unmapped (leaves are reused by later regions).
+ *
+ * Invariants (checked by rp_heap_check for each region):
+ *   M1  every page of a registered region's page area maps to that region;
+ *   M2  the memory of two registered regions never overlaps (rp_heap_add_region refuses);
+ *   M3  unregistered regions leave no entries behind.
+ * Readers take no lock (atomic loads); writers hold the map's own lock. */
+#ifndef RP_PAGEMAP_H
+#define RP_PAGEMAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct rp_region;
+
+/* The region owning the page of p, or NULL. Lock-free; two dependent loads. */
+struct rp_region *rp_pagemap_lookup(const void *p);
+
+/* Registers region r: maps every page of its page area to r, and records [lo, hi), all the
+ * memory it occupies, metadata included. Returns 0; -1 when a leaf cannot be mapped; -2 when
+ * [lo, hi) overlaps a registered region. Nothing changes on failure. */
+int rp_pagemap_register(struct rp_region *r, uintptr_t lo, uintptr_t hi);
+
+/* Removes r's entries and its record. */
+void rp_pagemap_unregister(struct rp_region *r);
+
+/* 1 if [lo, hi) overlaps the memory of any registered region. */
+int rp_pagemap_overlaps(uintptr_t lo, uintptr_t hi);
+
+/* Bytes of leaves mapped so far (they are never returned; tests subtract them). */
+size_t rp_pagemap_bytes(void);
+
+#endif

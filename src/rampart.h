@@ -1,0 +1,245 @@
+/*
+ * rampart — a heap allocator with O(1) allocation for every size and alignment.
+ *
+ * Public API. Every function is safe to call from several threads; a heap is protected by
+ * its own lock, so threads working on different heaps never contend.
+ *
+ * Errors: functions returning a pointer return NULL and set errno to
+ *   EINVAL  alignment not a power of two, region too small, misaligned or overlapping;
+ *   ENOMEM  out of memory, heap limit reached, or a size / n*size that overflows.
+ * Misuse the heap detects (freeing a pointer rampart never returned, freeing twice, a
+ * corrupted block header or free list) goes to the report function (rp_set_report_fn);
+ * the default one prints one line naming the address to stderr and aborts. This holds in
+ * the release flavour too.
+ *
+ * Two flavours are built from the same sources: release (//src:rampart) and debug
+ * (//src:rampart_debug, compiled with RAMPART_DEBUG), which adds cookies, poisoning,
+ * quarantine, backtraces and leak reports. rp_flavour() says which one is linked.
+ */
+#ifndef RAMPART_H
+#define RAMPART_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct rp_heap rp_heap;
+
+/* ------------------------------------------------------------------------------------------
+ * Heaps
+ * ---------------------------------------------------------------------------------------- */
+
+/* Flags for rp_heap_config.flags. */
+enum {
+    /* Never map memory from the OS: the heap lives only in regions given to
+     * rp_heap_add_region (hugepages, shared memory, a static buffer). */
+    RP_HEAP_NO_OS = 1u << 0,
+};
+
+/* Heap settings. Every field left 0 (or NULL) takes its default, so
+ * `rp_heap_config c = {0}; c.name = "net";` is a complete configuration. */
+typedef struct rp_heap_config {
+    const char *name;          /* shown in reports, stats and dumps; copied (31 chars kept). */
+    size_t max_bytes;          /* cap on memory mapped from the OS; 0 = no cap. */
+    size_t large_threshold;    /* requests of at least this many bytes are served as whole
+                                  pages by the page tier; default 64 KiB, range 4 KiB..256 MiB. */
+    size_t retain_bytes;       /* free page-tier memory kept mapped before the rest goes back
+                                  to the OS (madvise / munmap); default 32 MiB. */
+    size_t region_bytes;       /* size of the first region mapped from the OS (later ones
+                                  double, up to 256 MiB); default 4 MiB. */
+    unsigned flags;            /* RP_HEAP_* */
+} rp_heap_config;
+
+/* Creates a heap. cfg NULL = all defaults. Memory comes from the OS on demand (unless
+ * RP_HEAP_NO_OS) and from regions added with rp_heap_add_region.
+ * Returns NULL with errno ENOMEM when the heap's control block cannot be mapped, or EINVAL
+ * for an out-of-range setting. */
+rp_heap *rp_heap_create(const rp_heap_config *cfg);
+
+/* Gives the heap caller-owned memory [base, base+len) (hugepages, shared memory, a static
+ * buffer). rampart keeps its metadata for the region at the start of the region; the rest is
+ * served like OS memory, but is never unmapped or madvised. base needs no alignment (it is
+ * rounded up to 16 bytes, the usable pages to 4 KiB). The memory must stay valid until
+ * rp_heap_destroy. Returns 0, or -1 with errno EINVAL (NULL heap or base, too small to hold
+ * one page after the metadata, or overlapping memory another region already manages). */
+int rp_heap_add_region(rp_heap *h, void *base, size_t len);
+
+/* Destroys the heap: every block in it becomes invalid, every OS mapping is returned and
+ * caller regions are forgotten (their contents are left as they are). NULL is a no-op.
+ * The default heap cannot be destroyed (the call is ignored). */
+void rp_heap_destroy(rp_heap *h);
+
+/* The process-wide default heap, created on first use. rp_alloc(NULL, ...) uses it. */
+rp_heap *rp_default_heap(void);
+
+/* The heap owning p (a pointer returned by rampart and not yet freed), or NULL if p is not
+ * inside any rampart heap's memory. Never reports; meant for tools and dispatchers. */
+rp_heap *rp_heap_of(const void *p);
+
+/* The heap's name (as given in its configuration, or "default"/"heap"). */
+const char *rp_heap_name(const rp_heap *h);
+
+/* Returns free page-tier memory beyond retain_bytes to the OS now (normally this happens as
+ * blocks are freed). Returns the number of bytes released. */
+size_t rp_heap_trim(rp_heap *h, size_t keep_bytes);
+
+/* ------------------------------------------------------------------------------------------
+ * Allocation
+ * ---------------------------------------------------------------------------------------- */
+
+/* Allocates size bytes aligned to align (a power of two; 0 = default 16, smaller values are
+ * raised to 16). h NULL = the default heap. size 0 returns a unique, freeable minimum block.
+ * The cost does not depend on the number of live or free blocks: one bitmap search examines
+ * at most two free blocks. Returns NULL with EINVAL (align not a power of two) or ENOMEM. */
+void *rp_alloc(rp_heap *h, size_t size, size_t align);
+
+/* Like rp_alloc for n*size bytes, zero-filled. ENOMEM if n*size overflows. */
+void *rp_calloc(rp_heap *h, size_t n, size_t size, size_t align);
+
+/* Resizes p to size bytes, keeping p's alignment and contents (up to the smaller size).
+ * p NULL = rp_alloc(h, size, 0). Shrinks in place, and grows in place into a free right
+ * neighbour when it can; otherwise moves the block. If p belongs to another heap than h
+ * (h non-NULL), the new block is allocated in h and p is freed. size 0 shrinks p to a
+ * minimum block (it does not free it). On failure returns NULL, sets errno and leaves p
+ * untouched. */
+void *rp_realloc(rp_heap *h, void *p, size_t size);
+
+/* Frees p, whichever heap it came from. NULL is a no-op. release memory is not cleared.
+ * A pointer rampart did not return, an interior pointer or a second free is reported. */
+void rp_free(void *p);
+
+/* Bytes usable at p (>= the size requested). 0 for NULL; a pointer rampart does not own is
+ * reported like an invalid free and 0 is returned if the report function returns. */
+size_t rp_usable_size(const void *p);
+
+/* ------------------------------------------------------------------------------------------
+ * Introspection
+ * ---------------------------------------------------------------------------------------- */
+
+#define RP_STATS_CLASSES 32 /* first-level classes of the free-space index */
+#define RP_STATS_ORDERS 40  /* buddy orders of the page tier (4 KiB << order) */
+
+/* Counters kept on every allocation and free (reading them never walks the heap, except
+ * largest_free, which looks at the highest non-empty class of each tier).
+ * The struct keeps its tag name `struct rp_heap_stats` because the function reading it is
+ * called rp_heap_stats (C does not allow a typedef and a function to share a name);
+ * rp_heap_stats_t is the typedef. */
+typedef struct rp_heap_stats {
+    size_t bytes_in_use;    /* bytes of live blocks, block headers and padding included */
+    size_t bytes_usable;    /* sum of rp_usable_size() over live blocks */
+    size_t blocks_in_use;   /* live blocks (allocated, not freed) */
+    size_t bytes_free;      /* free bytes: free blocks in spans + free pages */
+    size_t blocks_free;     /* free blocks in spans + free page-tier blocks */
+    size_t largest_free;    /* bytes of the largest free block in either tier */
+    size_t span_bytes;      /* bytes of page-tier memory handed to the small-block tier */
+    size_t spans;           /* spans currently in use by the small-block tier */
+    size_t large_blocks;    /* live blocks served directly by the page tier */
+    size_t page_free_bytes; /* free bytes held by the page tier (part of bytes_free) */
+    size_t regions;         /* regions (OS and caller) */
+    size_t region_bytes;    /* usable bytes of all regions (page area) */
+    size_t os_bytes;        /* bytes mapped from the OS now, control block included */
+    size_t os_bytes_peak;   /* high-water mark of os_bytes */
+    size_t os_released;     /* bytes returned to the OS so far (madvise or munmap) */
+    uint64_t alloc_calls;   /* successful allocations (rp_alloc, rp_calloc, moves by realloc) */
+    uint64_t free_calls;    /* blocks freed */
+    uint64_t blocks_examined; /* free blocks inspected by allocation searches, cumulative */
+    uint64_t max_examined;    /* most free blocks inspected by one allocation */
+    size_t class_free_blocks[RP_STATS_CLASSES]; /* free span blocks per first-level class */
+    size_t order_free_blocks[RP_STATS_ORDERS];  /* free page-tier blocks per buddy order */
+} rp_heap_stats_t;
+
+/* Fills *out with h's counters (h NULL = the default heap). Returns 0, or -1 with EINVAL for
+ * a NULL out. */
+int rp_heap_stats(rp_heap *h, struct rp_heap_stats *out);
+
+/* Block states seen by rp_heap_walk. */
+enum {
+    RP_BLOCK_USED = 1,        /* allocated and live */
+    RP_BLOCK_FREE = 2,        /* free */
+    RP_BLOCK_QUARANTINED = 3, /* freed by the program, held back by the debug flavour */
+};
+/* Which tier a block belongs to. */
+enum {
+    RP_TIER_SPAN = 1, /* a block of the segregated-fit tier, inside a span */
+    RP_TIER_PAGE = 2, /* whole pages of the page tier (large blocks and free pages) */
+};
+
+typedef struct rp_block_info {
+    void *addr;            /* user pointer of a used/quarantined block; start of a free one */
+    size_t size;           /* usable bytes of a used block; bytes of a free block */
+    void *block;           /* first byte of the block, metadata included */
+    size_t block_size;     /* bytes the block occupies */
+    size_t requested;      /* size asked for (debug flavour); 0 when not recorded */
+    size_t align;          /* alignment asked for (used blocks) */
+    int state;             /* RP_BLOCK_* */
+    int tier;              /* RP_TIER_* */
+    uint32_t alloc_stack;  /* debug flavour: stack depot ids (0 = none) */
+    uint32_t free_stack;
+} rp_block_info;
+
+/* Called once per block; return non-zero to stop the walk. Runs with the heap locked: the
+ * callback must not allocate from or free into the same heap. */
+typedef int (*rp_walk_fn)(const rp_block_info *block, void *arg);
+
+/* Visits every block of every region in address order (spans block by block, the page tier
+ * block by block). Returns 0 when the walk completed, the callback's non-zero value when it
+ * stopped early, or -1 with EINVAL for a NULL heap or callback. */
+int rp_heap_walk(rp_heap *h, rp_walk_fn fn, void *arg);
+
+/* Verifies every invariant of the heap's structures (documented at their definitions): the
+ * free-space index and its bitmaps, every block header and boundary tag, coalescing, the page
+ * tier's descriptors and buddy lists, the address map and the counters. Returns 0 when all
+ * hold; otherwise a non-zero code and, if why is non-NULL, a message naming the first
+ * violation and its address (truncated to len bytes, NUL-terminated). */
+int rp_heap_check(rp_heap *h, char *why, size_t len);
+
+/* ------------------------------------------------------------------------------------------
+ * Error reports
+ * ---------------------------------------------------------------------------------------- */
+
+typedef enum rp_error_kind {
+    RP_ERR_INVALID_FREE = 1,     /* pointer not returned by rampart, or interior pointer */
+    RP_ERR_DOUBLE_FREE,          /* block already free */
+    RP_ERR_CORRUPT_BLOCK,        /* a block header failed its integrity check */
+    RP_ERR_CORRUPT_FREE_LIST,    /* a free-list link or the index is inconsistent */
+    RP_ERR_HEAP_BUFFER_OVERFLOW, /* debug: trailer canary after the requested size changed */
+    RP_ERR_HEAP_BUFFER_UNDERFLOW,/* debug: canary before the user area changed */
+    RP_ERR_USE_AFTER_FREE_WRITE, /* debug: poison of a freed block changed */
+    RP_ERR_KIND_COUNT
+} rp_error_kind;
+
+typedef struct rp_report {
+    rp_error_kind kind;
+    const void *address;   /* the pointer passed in, or the first corrupted byte */
+    const void *block;     /* user pointer of the block concerned, if known */
+    size_t block_size;     /* its usable or requested size, if known */
+    long offset;           /* address - block, when block is known */
+    const rp_heap *heap;   /* the heap concerned, if known */
+    const char *message;   /* one line, without newline (valid during the call only) */
+} rp_report;
+
+/* A report handler. If it returns, the operation that detected the error is abandoned
+ * (the free does nothing, the allocation returns NULL) and the heap stays consistent. */
+typedef void (*rp_report_fn)(const rp_report *report, void *arg);
+
+/* Installs fn (NULL = the default: print the one-line message to stderr, then abort).
+ * Returns the previous handler; *old_arg receives its argument when old_arg is non-NULL. */
+rp_report_fn rp_set_report_fn(rp_report_fn fn, void *arg, void **old_arg);
+
+/* A stable name for a kind: "invalid-free", "double-free", "heap-buffer-overflow", ... */
+const char *rp_error_kind_name(rp_error_kind kind);
+
+/* ------------------------------------------------------------------------------------------
+ * Build information
+ * ---------------------------------------------------------------------------------------- */
+
+/* "release" or "debug". */
+const char *rp_flavour(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* RAMPART_H */

@@ -1,0 +1,28 @@
+/* Error reports. Everything the heap detects goes through rp_report_fault(), which calls the
+ * one replaceable report function (rp_set_report_fn). Faults are collected while the heap is
+ * locked and reported after it is unlocked, so a handler may use the heap. */
+#ifndef RP_REPORT_H
+#define RP_REPORT_H
+
+#include "rampart.h"
+
+/* A detected fault, filled under the heap lock. kind 0 = no fault. */
+typedef struct rp_fault {
+    rp_error_kind kind;
+    const void *address;
+    const void *block;
+    size_t block_size;
+    const rp_heap *heap;
+    char message[160];
+} rp_fault;
+
+/* Records a fault (the first one wins if several are recorded). fmt is printf-style;
+ * formatting happens only on this error path. */
+void rp_fault_set(rp_fault *f, rp_error_kind kind, const rp_heap *h, const void *address,
+                  const void *block, size_t block_size, const char *fmt, ...)
+    __attribute__((format(printf, 7, 8)));
+
+/* Delivers a recorded fault to the report function; no-op when f->kind is 0. */
+void rp_report_fault(const rp_fault *f);
+
+#endif

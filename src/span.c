@@ -1,0 +1,351 @@
+#include "span.h"
+
+#include "hooks.h"
+#include "pagemap.h"
+
+static inline void count_examined(rp_heap *h, uint64_t n)
+{
+    h->blocks_examined += n;
+    if (n > h->max_examined)
+        h->max_examined = n;
+}
+
+rp_page *rp_span_head_of(rp_region *r, const void *p)
+{
+    rp_page *d = rp_page_of(r, p);
+    return d->state == RP_PAGE_SPAN_TAIL ? d - d->npages : d;
+}
+
+/* Takes pages for a new span able to hold a free block of at least min_block bytes and
+ * returns that block (not yet on the index), or NULL. */
+RP_NO_SANITIZE_ADDRESS
+static rp_block *span_create(rp_heap *h, size_t min_block)
+{
+    size_t min_pages = (min_block + RP_HEADER + RP_PAGE_SIZE - 1) >> RP_PAGE_SHIFT;
+    if (min_pages > (RP_MAX_SPAN_BYTES >> RP_PAGE_SHIFT))
+        return NULL;
+    size_t pages = (size_t)1 << rp_ceil_log2(min_pages);
+    if (pages < h->span_pages)
+        pages = h->span_pages;
+    /* Prefer a full-size span; in a small caller region settle for what the request needs
+     * before mapping more memory. */
+    rp_page *d = rp_page_tier_take_run(&h->pages, pages, 0);
+    if (!d && pages > min_pages) {
+        d = rp_page_tier_take_run(&h->pages, min_pages, 0);
+        if (d)
+            pages = min_pages;
+    }
+    if (!d) {
+        d = rp_heap_take_pages(h, pages, 0);
+        if (!d && pages > min_pages) {
+            d = rp_heap_take_pages(h, min_pages, 0);
+            pages = min_pages;
+        }
+    }
+    if (!d)
+        return NULL;
+    d->state = RP_PAGE_SPAN;
+    d->npages = (uint32_t)pages;
+    for (size_t i = 1; i < pages; i++) {
+        d[i].state = RP_PAGE_SPAN_TAIL;
+        d[i].npages = (uint32_t)i;
+    }
+    size_t bytes = pages << RP_PAGE_SHIFT;
+    h->spans++;
+    h->span_bytes += bytes;
+    rp_block *b = (rp_block *)rp_page_addr(d->region, d);
+    uint32_t size = (uint32_t)(bytes - RP_HEADER);
+    rp_block_write(h->secret, b, 0, size, RP_HDR_FREE);
+    rp_block_write(h->secret, rp_block_next(b), size, 0, RP_HDR_SENTINEL | RP_HDR_PREV_FREE);
+    rp_hook_span_freed(h, (char *)b + RP_MIN_BLOCK, size - RP_MIN_BLOCK);
+    return b;
+}
+
+/* Gives a wholly free span (b covers all of it, not on the index) back to the page tier. */
+static void span_destroy(rp_heap *h, rp_block *b)
+{
+    rp_region *r = rp_pagemap_lookup(b);
+    rp_page *d = rp_page_of(r, b);
+    size_t pages = d->npages;
+    for (size_t i = 1; i < pages; i++) {
+        d[i].state = RP_PAGE_NONE;
+        d[i].npages = 0;
+    }
+    d->state = RP_PAGE_NONE;
+    h->spans--;
+    h->span_bytes -= pages << RP_PAGE_SHIFT;
+    rp_heap_give_pages(h, d, pages);
+}
+
+/* Leading gap in front of the aligned user pointer when carving from b (0, or a free block of
+ * at least RP_MIN_BLOCK bytes). */
+static inline size_t aligned_lead(const rp_block *b, size_t align)
+{
+    uintptr_t user = rp_ptr_align_up((uintptr_t)b + RP_USER_OFFSET, align);
+    size_t lead = user - RP_USER_OFFSET - (uintptr_t)b;
+    if (lead != 0 && lead < RP_MIN_BLOCK)
+        lead += align;
+    return lead;
+}
+
+/* Carves [b + lead, b + lead + need) out of the free block b (already off the index):
+ * the leading gap and the tail, if big enough, become free blocks on their own classes. */
+RP_NO_SANITIZE_ADDRESS
+static rp_block *carve(rp_heap *h, rp_block *b, size_t lead, size_t need, unsigned align_log2)
+{
+    uint64_t secret = h->secret;
+    size_t total = b->size;
+    uint32_t prev_size = b->prev_size;
+    uint32_t prev_bits = 0; /* b is free, so its previous block is used (K5) */
+    rp_block *a = b;
+    if (lead) {
+        rp_block_write(secret, b, prev_size, (uint32_t)lead, RP_HDR_FREE);
+        rp_free_index_insert(&h->index, b);
+        a = (rp_block *)((char *)b + lead);
+        prev_size = (uint32_t)lead;
+        prev_bits = RP_HDR_PREV_FREE;
+    }
+    size_t rest = total - lead - need;
+    size_t a_size = need;
+    rp_block *next;
+    if (rest >= RP_MIN_BLOCK) {
+        rp_block *tail = (rp_block *)((char *)a + need);
+        rp_block_write(secret, tail, (uint32_t)need, (uint32_t)rest, RP_HDR_FREE);
+        rp_free_index_insert(&h->index, tail);
+        next = rp_block_next(tail);
+        next->prev_size = (uint32_t)rest;
+    } else {
+        a_size = need + rest;
+        next = (rp_block *)((char *)a + a_size);
+        next->prev_size = (uint32_t)a_size;
+        next->bits &= ~(uint32_t)RP_HDR_PREV_FREE;
+    }
+    rp_block_reseal(secret, next);
+    rp_block_write(secret, a, prev_size, (uint32_t)a_size, prev_bits | (align_log2 << RP_HDR_ALIGN_SHIFT));
+    return a;
+}
+
+/* Validates a block taken from the index before using it. */
+RP_NO_SANITIZE_ADDRESS
+static int index_block_ok(rp_heap *h, rp_block *b, rp_fault *f)
+{
+    if (RP_LIKELY(rp_block_valid(h->secret, b) && (b->bits & RP_HDR_FREE)))
+        return 1;
+    rp_fault_set(f, RP_ERR_CORRUPT_FREE_LIST, h, b, NULL, 0,
+                 "free list of heap '%s' leads to %p, which is not a valid free block "
+                 "(free-list link or block header overwritten)", h->name, (void *)b);
+    return 0;
+}
+
+static void take_from_index(rp_heap *h, rp_block *b)
+{
+    rp_free_index_remove(&h->index, b);
+    if (b == h->spare_span)
+        h->spare_span = NULL;
+}
+
+RP_NO_SANITIZE_ADDRESS
+void *rp_span_alloc(rp_heap *h, size_t size, size_t align, rp_fault *f)
+{
+    size_t need = rp_span_block_need(size);
+    size_t lead = 0;
+    uint64_t examined = 0;
+    rp_block *b = NULL;
+    if (align <= RP_MIN_ALIGN) {
+        b = rp_free_index_find(&h->index, need);
+        if (b) {
+            examined = 1;
+            if (!index_block_ok(h, b, f))
+                return NULL;
+        }
+    } else {
+        /* First the class the request itself falls in: a block freed by an earlier request of
+         * the same shape often fits exactly. Then the class that guarantees room for any
+         * leading gap: need + align + a minimum block. Never more than these two. */
+        b = rp_free_index_exact_head(&h->index, need);
+        if (b) {
+            examined = 1;
+            if (!index_block_ok(h, b, f))
+                return NULL;
+            lead = aligned_lead(b, align);
+            if (lead + need > b->size)
+                b = NULL;
+        }
+        if (!b) {
+            b = rp_free_index_find(&h->index, need + align + RP_MIN_BLOCK);
+            if (b) {
+                examined++;
+                if (!index_block_ok(h, b, f))
+                    return NULL;
+                lead = aligned_lead(b, align);
+            }
+        }
+    }
+    if (!b) {
+        size_t want = align <= RP_MIN_ALIGN ? need : need + align + RP_MIN_BLOCK;
+        b = span_create(h, want);
+        if (!b)
+            return NULL;
+        rp_free_index_insert(&h->index, b);
+        lead = align <= RP_MIN_ALIGN ? 0 : aligned_lead(b, align);
+    }
+    count_examined(h, examined);
+    take_from_index(h, b);
+    rp_block *a = carve(h, b, lead, need, rp_fls(align));
+    h->blocks_in_use++;
+    h->bytes_in_use += a->size;
+    h->bytes_usable += rp_block_usable(a);
+    h->alloc_calls++;
+    void *user = rp_block_user(a);
+    rp_hook_span_reused(h, user, rp_block_usable(a), f);
+    return user;
+}
+
+/* A whole span became free: keep it as the spare, or give it back to the page tier. */
+static void span_emptied(rp_heap *h, rp_block *b)
+{
+    if (!h->spare_span) {
+        h->spare_span = b;
+        rp_free_index_insert(&h->index, b);
+        return;
+    }
+    span_destroy(h, b);
+}
+
+/* Takes the free neighbour n off the index before a merge. 0, or -1 with a fault. */
+static int unfile_neighbour(rp_heap *h, rp_block *n, rp_fault *f)
+{
+    if (rp_free_index_remove(&h->index, n) != 0) {
+        rp_fault_set(f, RP_ERR_CORRUPT_FREE_LIST, h, n, NULL, 0,
+                     "free-list links of free block %p are inconsistent (written after free?)", (void *)n);
+        return -1;
+    }
+    if (n == h->spare_span)
+        h->spare_span = NULL;
+    return 0;
+}
+
+RP_NO_SANITIZE_ADDRESS
+void rp_span_release(rp_heap *h, rp_block *b, rp_fault *f)
+{
+    uint64_t secret = h->secret;
+    size_t size = b->size;
+    rp_block *next = rp_block_next(b);
+    rp_block *prev = (b->bits & RP_HDR_PREV_FREE) ? rp_block_prev(b) : NULL;
+    /* Validate both neighbours before changing anything: freeing into a corrupted
+     * neighbourhood would spread the damage, so the block then stays allocated. */
+    if (!rp_block_valid(secret, next)) {
+        rp_fault_set(f, RP_ERR_CORRUPT_BLOCK, h, next, rp_block_user(b), rp_block_usable(b),
+                     "header of the block after %p (at %p) is corrupted: overflow past the end of %p?",
+                     rp_block_user(b), (void *)next, rp_block_user(b));
+        return;
+    }
+    if (prev && (!rp_block_valid(secret, prev) || !(prev->bits & RP_HDR_FREE) || prev->size != b->prev_size)) {
+        rp_fault_set(f, RP_ERR_CORRUPT_BLOCK, h, prev, rp_block_user(b), rp_block_usable(b),
+                     "free block before %p (at %p) is corrupted", rp_block_user(b), (void *)prev);
+        return;
+    }
+    int merge_next = (next->bits & RP_HDR_FREE) != 0;
+    if (merge_next && unfile_neighbour(h, next, f) != 0)
+        return;
+    if (prev && unfile_neighbour(h, prev, f) != 0) {
+        if (merge_next)
+            rp_free_index_insert(&h->index, next);
+        return;
+    }
+
+    h->blocks_in_use--;
+    h->bytes_in_use -= size;
+    h->bytes_usable -= rp_block_usable(b);
+    h->free_calls++;
+
+    rp_block *start = prev ? prev : b;
+    size_t len = size + (merge_next ? next->size : 0) + (prev ? prev->size : 0);
+    /* Debug poison: exactly the bytes that become free payload. */
+    if (prev)
+        rp_hook_span_freed(h, b, size);
+    else
+        rp_hook_span_freed(h, (char *)b + RP_MIN_BLOCK, size - RP_MIN_BLOCK);
+    if (merge_next)
+        rp_hook_span_freed(h, next, RP_MIN_BLOCK);
+
+    rp_block *after = (rp_block *)((char *)start + len);
+    rp_block_write(secret, start, start->prev_size, (uint32_t)len, RP_HDR_FREE);
+    after->prev_size = (uint32_t)len;
+    after->bits |= RP_HDR_PREV_FREE;
+    rp_block_reseal(secret, after);
+    if (start->prev_size == 0 && (after->bits & RP_HDR_SENTINEL))
+        span_emptied(h, start);
+    else
+        rp_free_index_insert(&h->index, start);
+}
+
+RP_NO_SANITIZE_ADDRESS
+int rp_span_resize(rp_heap *h, rp_block *b, size_t size, rp_fault *f)
+{
+    uint64_t secret = h->secret;
+    size_t need = rp_span_block_need(size);
+    size_t old = b->size;
+    rp_block *next = rp_block_next(b);
+    if (!rp_block_valid(secret, next)) {
+        rp_fault_set(f, RP_ERR_CORRUPT_BLOCK, h, next, rp_block_user(b), rp_block_usable(b),
+                     "header of the block after %p (at %p) is corrupted: overflow past the end of %p?",
+                     rp_block_user(b), (void *)next, rp_block_user(b));
+        return 0;
+    }
+    if (need <= old) {
+        size_t rest = old - need;
+        if (rest < RP_MIN_BLOCK)
+            return 1; /* too little to give back: keep the block as it is */
+        rp_block *tail = (rp_block *)((char *)b + need);
+        size_t tail_len = rest;
+        if (next->bits & RP_HDR_FREE) {
+            if (unfile_neighbour(h, next, f) != 0)
+                return 0;
+            tail_len += next->size;
+            rp_hook_span_freed(h, next, RP_MIN_BLOCK);
+        }
+        rp_hook_span_freed(h, (char *)tail + RP_MIN_BLOCK, rest - RP_MIN_BLOCK);
+        b->size = (uint32_t)need;
+        rp_block_reseal(secret, b);
+        rp_block_write(secret, tail, (uint32_t)need, (uint32_t)tail_len, RP_HDR_FREE);
+        rp_block *after = rp_block_next(tail);
+        after->prev_size = (uint32_t)tail_len;
+        after->bits |= RP_HDR_PREV_FREE;
+        rp_block_reseal(secret, after);
+        rp_free_index_insert(&h->index, tail);
+        h->bytes_in_use -= rest;
+        h->bytes_usable -= rest;
+        return 1;
+    }
+    if (!(next->bits & RP_HDR_FREE) || old + next->size < need)
+        return 0;
+    size_t total = old + next->size;
+    if (unfile_neighbour(h, next, f) != 0)
+        return 0;
+    size_t rest = total - need;
+    size_t new_size = need;
+    rp_block *after = rp_block_next(next);
+    if (rest >= RP_MIN_BLOCK) {
+        rp_block *tail = (rp_block *)((char *)b + need);
+        rp_block_write(secret, tail, (uint32_t)need, (uint32_t)rest, RP_HDR_FREE);
+        rp_free_index_insert(&h->index, tail);
+        after->prev_size = (uint32_t)rest;
+    } else {
+        new_size = total;
+        after->prev_size = (uint32_t)total;
+        after->bits &= ~(uint32_t)RP_HDR_PREV_FREE;
+    }
+    rp_block_reseal(secret, after);
+    /* The debug flavour verifies the free payload being taken over (not next's header and
+     * links, which were metadata). */
+    char *reuse_from = (char *)next + RP_MIN_BLOCK;
+    char *reuse_to = (char *)b + new_size;
+    if (reuse_to > reuse_from)
+        rp_hook_span_reused(h, reuse_from, (size_t)(reuse_to - reuse_from), f);
+    b->size = (uint32_t)new_size;
+    rp_block_reseal(secret, b);
+    h->bytes_in_use += new_size - old;
+    h->bytes_usable += new_size - old;
+    return 1;
+}

@@ -1,0 +1,37 @@
+/* Spans: runs of pages the page tier gives to the segregated-fit tier, and the blocks
+ * carved out of them (allocation with alignment, split, coalescing, in-place resize).
+ *
+ * A span's page descriptors are SPAN (head) and SPAN_TAIL (distance back to the head), so
+ * rp_free finds the span of any pointer in O(1). A span that becomes wholly free goes back
+ * to the page tier, except one spare per heap kept to absorb alloc/free churn at the
+ * boundary (invariant H4 in heap.h). All functions run with the heap locked. */
+#ifndef RP_SPAN_H
+#define RP_SPAN_H
+
+#include <stddef.h>
+
+#include "heap.h"
+
+/* Block size needed for a request of size bytes (header, debug prefix/suffix, rounding). */
+static inline size_t rp_span_block_need(size_t size)
+{
+    size_t need = rp_align_up(RP_USER_OFFSET + size + RP_HOOK_SUFFIX, RP_GRANULE);
+    return need < RP_MIN_BLOCK ? RP_MIN_BLOCK : need;
+}
+
+/* Allocates a block for size bytes whose user pointer is aligned to align (16 ..
+ * below the large threshold). Examines at most two free blocks. NULL when out of memory
+ * (or on corruption, recorded in *f). */
+void *rp_span_alloc(rp_heap *h, size_t size, size_t align, rp_fault *f);
+
+/* Returns a validated used block to free space, coalescing with both neighbours. */
+void rp_span_release(rp_heap *h, rp_block *b, rp_fault *f);
+
+/* Resizes b in place to hold size bytes (shrink, or grow into a free right neighbour).
+ * Returns 1 on success, 0 if the block must move. */
+int rp_span_resize(rp_heap *h, rp_block *b, size_t size, rp_fault *f);
+
+/* The span containing block b: its head descriptor. */
+rp_page *rp_span_head_of(rp_region *r, const void *p);
+
+#endif
