@@ -256,9 +256,6 @@ static int check_region(checker *c, rp_region *r, const rp_region *prev)
     uintptr_t first = r->base >> RP_PAGE_SHIFT;
     for (size_t i = 0; i < r->npages; i++) {
         rp_page *d = &r->pages[i];
-        if (d->region != r)
-            return fail(c, "D5: descriptor of page %p names region %p, not %p", (void *)rp_page_addr(r, d),
-                        (void *)d->region, (void *)r);
         if (rp_pagemap_lookup((void *)rp_page_addr(r, d)) != r)
             return fail(c, "M1: address map does not send page %p to its region %p", (void *)rp_page_addr(r, d),
                         (void *)r);
@@ -267,6 +264,9 @@ static int check_region(checker *c, rp_region *r, const rp_region *prev)
         rp_page *d = &r->pages[i];
         size_t n = d->npages;
         uintptr_t addr = rp_page_addr(r, d);
+        if (d->state != RP_PAGE_NONE && d->region != r)
+            return fail(c, "D5: descriptor of page %p names region %p, not %p", (void *)addr, (void *)d->region,
+                        (void *)r);
         if ((d->state != RP_PAGE_FREE && d->state != RP_PAGE_LARGE && d->state != RP_PAGE_SPAN) || n == 0 ||
             n > r->npages - i)
             return fail(c, "D1: page %p of region %p is not the head of a block (state %u, npages %u)", (void *)addr,

@@ -55,18 +55,87 @@ static inline void rp_class_of(size_t size, unsigned *fl, unsigned *sl)
     }
 }
 
-void rp_free_index_insert(rp_free_index *ix, rp_block *b);
-
-/* Unlinks b. Returns 0, or -1 if b's links are inconsistent (nothing is changed then). */
-int rp_free_index_remove(rp_free_index *ix, rp_block *b);
-
-/* Head of the first non-empty class whose every block has at least `size` bytes, or NULL. */
-rp_block *rp_free_index_find(const rp_free_index *ix, size_t size);
-
 /* Head of the class `size` itself falls in (its blocks may be smaller than size), or NULL. */
 rp_block *rp_free_index_exact_head(const rp_free_index *ix, size_t size);
 
 /* Size of the largest listed block (looks through the highest non-empty class). */
 size_t rp_free_index_largest(const rp_free_index *ix);
+
+/* The hot operations are inline: they run on every allocation and free.
+ *   rp_free_index_insert: files b at the head of its class (LIFO).
+ *   rp_free_index_remove: unlinks b; -1 if its links are inconsistent (nothing changed).
+ *   rp_free_index_find:   head of the first non-empty class whose every block has at least
+ *                         `size` bytes, or NULL. */
+RP_NO_SANITIZE_ADDRESS
+static inline void rp_free_index_insert(rp_free_index *ix, rp_block *b)
+{
+    unsigned fl, sl;
+    rp_class_of(b->size, &fl, &sl);
+    rp_block *head = ix->heads[fl][sl];
+    rp_links(b)->next = head;
+    rp_links(b)->prev = NULL;
+    if (head)
+        rp_links(head)->prev = b;
+    ix->heads[fl][sl] = b;
+    ix->sl_bitmap[fl] |= 1u << sl;
+    ix->fl_bitmap |= 1u << fl;
+    ix->free_blocks++;
+    ix->free_bytes += b->size;
+    ix->class_blocks[fl]++;
+}
+
+RP_NO_SANITIZE_ADDRESS
+static inline int rp_free_index_remove(rp_free_index *ix, rp_block *b)
+{
+    unsigned fl, sl;
+    rp_class_of(b->size, &fl, &sl);
+    rp_block *next = rp_links(b)->next;
+    rp_block *prev = rp_links(b)->prev;
+    /* Cheap hardening: both neighbours must point back at b (I4). */
+    if ((next && rp_links(next)->prev != b) || (prev ? rp_links(prev)->next != b : ix->heads[fl][sl] != b))
+        return -1;
+    if (next)
+        rp_links(next)->prev = prev;
+    if (prev) {
+        rp_links(prev)->next = next;
+    } else {
+        ix->heads[fl][sl] = next;
+        if (!next) {
+            ix->sl_bitmap[fl] &= ~(1u << sl);
+            if (!ix->sl_bitmap[fl])
+                ix->fl_bitmap &= ~(1u << fl);
+        }
+    }
+    ix->free_blocks--;
+    ix->free_bytes -= b->size;
+    ix->class_blocks[fl]--;
+    return 0;
+}
+
+static inline rp_block *rp_free_index_search_from(const rp_free_index *ix, unsigned fl, unsigned sl)
+{
+    uint32_t sl_map = fl < RP_FL_COUNT ? ix->sl_bitmap[fl] & (~0u << sl) : 0;
+    if (!sl_map) {
+        uint32_t fl_map = fl + 1 < 32 ? ix->fl_bitmap & (~0u << (fl + 1)) : 0;
+        if (!fl_map)
+            return NULL;
+        fl = rp_ctz(fl_map);
+        sl_map = ix->sl_bitmap[fl];
+    }
+    return ix->heads[fl][rp_ctz(sl_map)];
+}
+
+static inline rp_block *rp_free_index_find(const rp_free_index *ix, size_t size)
+{
+    /* Round up to the next class boundary so any block of the class found is big enough. */
+    if (size >= ((size_t)1 << RP_FL_SHIFT))
+        size += ((size_t)1 << (rp_fls(size) - RP_SL_LOG)) - 1;
+    if (size > RP_MAX_SPAN_BLOCK)
+        return NULL;
+    unsigned fl, sl;
+    rp_class_of(size, &fl, &sl);
+    return rp_free_index_search_from(ix, fl, sl);
+}
+
 
 #endif

@@ -133,11 +133,10 @@ static int release_region(rp_heap *h, rp_region *r)
     return 1;
 }
 
-void rp_heap_give_pages(rp_heap *h, rp_page *d, size_t npages)
+void rp_heap_give_pages(rp_heap *h, rp_region *r, rp_page *d, size_t npages)
 {
-    rp_region *r = d->region;
     uintptr_t addr = rp_page_addr(r, d);
-    rp_page_tier_give(&h->pages, d, npages);
+    rp_page_tier_give(&h->pages, r, d, npages);
     if ((h->pages.free_pages << RP_PAGE_SHIFT) <= h->retain_bytes)
         return;
     if (release_region(h, r))

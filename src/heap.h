@@ -70,7 +70,7 @@ rp_page *rp_heap_take_pages(rp_heap *h, size_t npages, unsigned align_order);
 /* Returns npages pages at d to the page tier and applies the retention policy: above
  * retain_bytes of free pages, a wholly free OS region is unmapped, otherwise the pages just
  * freed are decommitted. */
-void rp_heap_give_pages(rp_heap *h, rp_page *d, size_t npages);
+void rp_heap_give_pages(rp_heap *h, rp_region *r, rp_page *d, size_t npages);
 
 /* Calls fn on every heap with the global heap list locked (fork handling, tools). */
 void rp_heaps_foreach(void (*fn)(rp_heap *h, void *arg), void *arg);

@@ -58,7 +58,7 @@ void rp_large_release(rp_heap *h, rp_page *d)
     h->bytes_usable -= d->u.large.usable;
     h->free_calls++;
     d->state = RP_PAGE_NONE;
-    rp_heap_give_pages(h, d, npages);
+    rp_heap_give_pages(h, d->region, d, npages);
 }
 
 int rp_large_resize(rp_heap *h, rp_page *d, size_t size)
@@ -78,7 +78,7 @@ int rp_large_resize(rp_heap *h, rp_page *d, size_t size)
         d->u.large.usable -= drop << RP_PAGE_SHIFT;
         h->bytes_in_use -= drop << RP_PAGE_SHIFT;
         h->bytes_usable -= drop << RP_PAGE_SHIFT;
-        rp_heap_give_pages(h, d + npages, drop);
+        rp_heap_give_pages(h, d->region, d + npages, drop);
     }
     return 1;
 }

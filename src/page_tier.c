@@ -55,7 +55,9 @@ rp_page *rp_page_tier_take(rp_page_tier *t, unsigned order)
     /* Split down: the upper halves go back as free blocks of decreasing order. */
     while (k > order) {
         k--;
-        rp_page_tier_link(t, d + ((size_t)1 << k), k);
+        rp_page *upper = d + ((size_t)1 << k);
+        upper->region = d->region;
+        rp_page_tier_link(t, upper, k);
     }
     d->npages = (uint32_t)((size_t)1 << order);
     return d;
@@ -76,7 +78,7 @@ rp_page *rp_page_tier_take_run(rp_page_tier *t, size_t npages, unsigned align_or
     if (block > npages) {
         /* The head must not look free while its tail coalesces. */
         d->state = RP_PAGE_LARGE;
-        rp_page_tier_give(t, d + npages, block - npages);
+        rp_page_tier_give(t, d->region, d + npages, block - npages);
         d->state = RP_PAGE_NONE;
     }
     return d;
@@ -101,12 +103,12 @@ static void give_block(rp_page_tier *t, rp_region *r, rp_page *d, unsigned order
         }
         order++;
     }
+    d->region = r;
     rp_page_tier_link(t, d, order);
 }
 
-void rp_page_tier_give(rp_page_tier *t, rp_page *d, size_t npages)
+void rp_page_tier_give(rp_page_tier *t, rp_region *r, rp_page *d, size_t npages)
 {
-    rp_region *r = d->region;
     while (npages > 0) {
         uintptr_t page = abs_page(r, d);
         /* Largest block that is aligned at `page` and fits in what is left. */
@@ -126,7 +128,7 @@ void rp_page_tier_give(rp_page_tier *t, rp_page *d, size_t npages)
 void rp_page_tier_add_region(rp_page_tier *t, rp_region *r)
 {
     if (r->npages)
-        rp_page_tier_give(t, &r->pages[0], r->npages);
+        rp_page_tier_give(t, r, &r->pages[0], r->npages);
 }
 
 void rp_page_tier_remove_region(rp_page_tier *t, rp_region *r)

@@ -41,10 +41,10 @@ rp_page *rp_page_tier_take(rp_page_tier *t, unsigned order);
  * NULL if none. The head's npages is set; its state is left for the caller. */
 rp_page *rp_page_tier_take_run(rp_page_tier *t, size_t npages, unsigned align_order);
 
-/* Returns the run of npages pages starting at descriptor d (all of them in d's region) to the
+/* Returns the run of npages pages starting at descriptor d (all of them in region r) to the
  * free lists: split into the largest naturally aligned blocks, each coalesced with its free
  * buddies. The run's head descriptor must already have been taken out of its former state. */
-void rp_page_tier_give(rp_page_tier *t, rp_page *d, size_t npages);
+void rp_page_tier_give(rp_page_tier *t, rp_region *r, rp_page *d, size_t npages);
 
 /* Seeds the free lists with a new region's whole page area. */
 void rp_page_tier_add_region(rp_page_tier *t, rp_region *r);

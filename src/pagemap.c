@@ -5,29 +5,17 @@
 #include "os.h"
 #include "region.h"
 
-#define PM_PAGE_SHIFT 12
-#define PM_VA_BITS 47
-#define PM_LEAF_BITS 18
-#define PM_ROOT_BITS (PM_VA_BITS - PM_PAGE_SHIFT - PM_LEAF_BITS) /* 17 */
-#define PM_LEAF_ENTRIES ((size_t)1 << PM_LEAF_BITS)
-#define PM_ROOT_ENTRIES ((size_t)1 << PM_ROOT_BITS)
+#define PM_PAGE_SHIFT RP_PM_PAGE_SHIFT
+#define PM_LEAF_BITS RP_PM_LEAF_BITS
+#define PM_ROOT_BITS RP_PM_ROOT_BITS
+#define PM_LEAF_ENTRIES RP_PM_LEAF_ENTRIES
 
-typedef struct rp_region *pm_leaf[PM_LEAF_ENTRIES];
+typedef rp_pm_leaf pm_leaf;
 
-static pm_leaf *pm_root[PM_ROOT_ENTRIES];
+rp_pm_leaf *rp_pm_root[RP_PM_ROOT_ENTRIES];
+#define pm_root rp_pm_root
 static pthread_mutex_t pm_lock = PTHREAD_MUTEX_INITIALIZER;
 static size_t pm_bytes;
-
-struct rp_region *rp_pagemap_lookup(const void *p)
-{
-    uintptr_t page = (uintptr_t)p >> PM_PAGE_SHIFT;
-    if (page >> (PM_ROOT_BITS + PM_LEAF_BITS))
-        return NULL;
-    pm_leaf *leaf = __atomic_load_n(&pm_root[page >> PM_LEAF_BITS], __ATOMIC_ACQUIRE);
-    if (!leaf)
-        return NULL;
-    return __atomic_load_n(&(*leaf)[page & (PM_LEAF_ENTRIES - 1)], __ATOMIC_ACQUIRE);
-}
 
 static pm_leaf *leaf_for(uintptr_t page, int create)
 {

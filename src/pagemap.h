@@ -20,8 +20,27 @@
 
 struct rp_region;
 
+#define RP_PM_PAGE_SHIFT 12
+#define RP_PM_VA_BITS 47
+#define RP_PM_LEAF_BITS 18
+#define RP_PM_ROOT_BITS (RP_PM_VA_BITS - RP_PM_PAGE_SHIFT - RP_PM_LEAF_BITS) /* 17 */
+#define RP_PM_LEAF_ENTRIES ((size_t)1 << RP_PM_LEAF_BITS)
+#define RP_PM_ROOT_ENTRIES ((size_t)1 << RP_PM_ROOT_BITS)
+
+typedef struct rp_region *rp_pm_leaf[RP_PM_LEAF_ENTRIES];
+extern rp_pm_leaf *rp_pm_root[RP_PM_ROOT_ENTRIES];
+
 /* The region owning the page of p, or NULL. Lock-free; two dependent loads. */
-struct rp_region *rp_pagemap_lookup(const void *p);
+static inline struct rp_region *rp_pagemap_lookup(const void *p)
+{
+    uintptr_t page = (uintptr_t)p >> RP_PM_PAGE_SHIFT;
+    if (page >> (RP_PM_ROOT_BITS + RP_PM_LEAF_BITS))
+        return NULL;
+    rp_pm_leaf *leaf = __atomic_load_n(&rp_pm_root[page >> RP_PM_LEAF_BITS], __ATOMIC_ACQUIRE);
+    if (!leaf)
+        return NULL;
+    return __atomic_load_n(&(*leaf)[page & (RP_PM_LEAF_ENTRIES - 1)], __ATOMIC_ACQUIRE);
+}
 
 /* Registers region r: maps every page of its page area to r, and records [lo, hi), all the
  * memory it occupies, metadata included. Returns 0; -1 when a leaf cannot be mapped; -2 when

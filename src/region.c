@@ -32,11 +32,8 @@ rp_region *rp_region_layout(void *mem, size_t len, uintptr_t area_base, size_t a
     memset(r, 0, sizeof *r);
     r->base = base;
     r->npages = npages;
-    for (size_t i = 0; i < npages; i++) {
-        rp_page *d = &r->pages[i];
-        memset(d, 0, sizeof *d);
-        d->region = r;
-    }
+    if (!area_base)
+        memset(r->pages, 0, npages * sizeof(rp_page));
     return r;
 }
 

@@ -17,7 +17,8 @@
  *   D3  a FREE head of order k has npages == 2^k, starts at an absolute page number that is a
  *       multiple of 2^k, and is linked in the page tier's list of order k;
  *   D4  r->free_pages equals the pages covered by FREE heads;
- *   D5  every descriptor's region pointer is r.
+ *   D5  every head descriptor's region pointer is r (other descriptors are not read; a fresh
+ *       OS region's descriptors are left as the zeroed pages the OS gave, i.e. NONE).
  */
 #ifndef RP_REGION_H
 #define RP_REGION_H
@@ -53,7 +54,7 @@ typedef struct rp_page {
             uint64_t usable;     /* bytes usable from the user pointer */
         } large;
     } u;
-    struct rp_region *region; /* owning region (set once for every page) */
+    struct rp_region *region; /* owning region (valid on heads) */
     uint32_t npages;          /* heads: pages in the block; tails: distance back to the head */
     uint8_t state;            /* enum rp_page_state */
     uint8_t order;            /* FREE: buddy order */
@@ -110,9 +111,9 @@ static inline rp_page *rp_page_of(rp_region *r, const void *p)
 }
 
 /* Lays out a region over [mem, mem+len): header and descriptors at mem, the page area from
- * the first 4 KiB boundary after them (or at area_base when non-zero, which must then lie
- * after the metadata). Sets every descriptor to NONE owned by the region. Returns the
- * region, or NULL when not even one page fits. Does not register or seed it. */
+ * the first 4 KiB boundary after them (or at area_base when non-zero: OS memory, already
+ * zero, so the descriptors are not written). Caller memory gets its descriptors cleared to
+ * NONE. Returns the region, or NULL when not even one page fits. Does not register or seed. */
 rp_region *rp_region_layout(void *mem, size_t len, uintptr_t area_base, size_t area_pages);
 
 /* Maps a region from the OS with a page area of area_pages pages (a power of two), aligned

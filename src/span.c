@@ -74,7 +74,7 @@ static void span_destroy(rp_heap *h, rp_block *b)
     d->state = RP_PAGE_NONE;
     h->spans--;
     h->span_bytes -= pages << RP_PAGE_SHIFT;
-    rp_heap_give_pages(h, d, pages);
+    rp_heap_give_pages(h, r, d, pages);
 }
 
 /* Leading gap in front of the aligned user pointer when carving from b (0, or a free block of
