@@ -1,0 +1,57 @@
+/* Runtime options: RAMPART_OPTIONS="key=value:key=value".
+ *
+ * One table of every key (malloc drop-in, debug flavour, dumps), so a key is "unknown" only if
+ * no part of rampart knows it. An unknown key or a bad value produces one warning line and is
+ * ignored; parsing never allocates, never crashes and accepts any bytes. Sizes take K, M, G
+ * suffixes (powers of 1024); booleans 0/1/true/false/yes/no/on/off; signals a number or a name
+ * (SIGUSR2, USR2). Keys that only the debug flavour uses are accepted by release too. */
+#ifndef RP_OPTIONS_H
+#define RP_OPTIONS_H
+
+#include <stddef.h>
+
+#define RP_OPTION_PATH_MAX 256
+
+typedef struct rp_options {
+    /* malloc drop-in */
+    size_t cache_bytes;        /* cache_bytes: per-thread cache cap (default 256K) */
+    size_t retain_bytes;       /* retain_bytes: free page memory kept mapped per heap (default 32M) */
+    int stats;                 /* stats: print rp_malloc_stats_print() at exit (default 0) */
+    /* debug flavour */
+    int poison;                /* poison: fill fresh and freed blocks (default 1) */
+    unsigned alloc_fill;       /* alloc_fill: byte for fresh blocks (default 0xbe) */
+    unsigned free_fill;        /* free_fill: byte for freed blocks (default 0x6b) */
+    size_t quarantine_bytes;   /* quarantine_bytes: freed bytes held back FIFO (default 4M) */
+    unsigned backtrace_depth;  /* backtrace_depth: frames per stack, 0 = off (default 16, max 64) */
+    unsigned long check_interval; /* check_interval: rp_heap_check every N operations, 0 = off */
+    int abort_on_error;        /* on_error: abort | continue (default abort) */
+    int leak_report;           /* leak_report: leak report at exit (default 0) */
+    char report_path[RP_OPTION_PATH_MAX]; /* report_path: stderr (default) or a file; %p = pid */
+    /* dumps */
+    int dump_signal;           /* dump_signal: signal that requests a heap dump, 0 = off */
+    int dump_at_exit;          /* dump_at_exit: write a dump at exit (default 0) */
+    char dump_path[RP_OPTION_PATH_MAX]; /* dump_path: pattern, %p = pid, %n = sequence
+                                           (default rampart.%p.%n.rpd) */
+} rp_options;
+
+/* Receives one warning line (no trailing newline). */
+typedef void (*rp_option_warn_fn)(const char *line, void *arg);
+
+void rp_options_defaults(rp_options *o);
+
+/* Parses text into *o (fields not mentioned keep their values). Returns the number of
+ * warnings; each is also passed to warn (if non-NULL). text NULL or "" is fine. */
+int rp_options_parse(const char *text, rp_options *o, rp_option_warn_fn warn, void *arg);
+
+/* The process's options: defaults plus RAMPART_OPTIONS, parsed on first call (warnings to
+ * stderr, prefixed "rampart: "). Thread-safe; never allocates. */
+const rp_options *rp_options_get(void);
+
+/* The documented keys, for help texts and tests: name and a one-line description. */
+typedef struct rp_option_doc {
+    const char *name;
+    const char *help;
+} rp_option_doc;
+const rp_option_doc *rp_options_docs(size_t *count);
+
+#endif

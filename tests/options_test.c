@@ -1,0 +1,73 @@
+/* RAMPART_OPTIONS parsing: every value type, warnings for unknown keys and bad values,
+ * hostile input (no crash, bounded output). */
+#include <signal.h>
+
+#include "src/options.h"
+#include "testing.h"
+
+static char last[400];
+static void record(const char *line, void *arg)
+{
+    int *n = arg;
+    (*n)++;
+    snprintf(last, sizeof last, "%s", line);
+}
+
+int main(void)
+{
+    rp_options o;
+    rp_options_defaults(&o);
+    CHECK(o.poison == 1 && o.abort_on_error == 1 && o.quarantine_bytes == (4u << 20));
+    int n = 0;
+    int w = rp_options_parse("cache_bytes=64K:retain_bytes=1G:stats=yes:poison=off:alloc_fill=0xaa:free_fill=7:"
+                             "quarantine_bytes=2M:backtrace_depth=8:check_interval=1000:on_error=continue:"
+                             "leak_report=1:report_path=/tmp/r.%p:dump_signal=SIGUSR2:dump_at_exit=true:"
+                             "dump_path=/tmp/d.%p.%n",
+                             &o, record, &n);
+    CHECK(w == 0 && n == 0);
+    CHECK(o.cache_bytes == 65536);
+    CHECK(o.retain_bytes == (size_t)1 << 30);
+    CHECK(o.stats == 1 && o.poison == 0);
+    CHECK(o.alloc_fill == 0xaa && o.free_fill == 7);
+    CHECK(o.quarantine_bytes == (2u << 20));
+    CHECK(o.backtrace_depth == 8 && o.check_interval == 1000);
+    CHECK(o.abort_on_error == 0 && o.leak_report == 1);
+    CHECK(strcmp(o.report_path, "/tmp/r.%p") == 0);
+    CHECK(o.dump_signal == SIGUSR2 && o.dump_at_exit == 1);
+    CHECK(strcmp(o.dump_path, "/tmp/d.%p.%n") == 0);
+
+    /* Unknown key, bad values: one warning each, value unchanged, other keys still applied. */
+    n = 0;
+    w = rp_options_parse("bogus=1:stats=maybe:backtrace_depth=65:cache_bytes=12Q:on_error=explode:poison=1", &o,
+                         record, &n);
+    CHECK(w == 5 && n == 5);
+    CHECK(o.poison == 1);
+    CHECK(o.stats == 1 && o.backtrace_depth == 8 && o.cache_bytes == 65536 && o.abort_on_error == 0);
+    CHECK(strstr(last, "poison") == NULL);
+    n = 0;
+    rp_options_parse("nonsense", &o, record, &n);
+    CHECK(n == 1 && strstr(last, "not key=value"));
+    n = 0;
+    rp_options_parse("retain_bytes=99999999999999999999999", &o, record, &n);
+    CHECK(n == 1 && strstr(last, "retain_bytes"));
+    n = 0;
+    rp_options_parse("::::stats=0::", &o, record, &n);
+    CHECK(n == 0 && o.stats == 0);
+    CHECK(rp_options_parse(NULL, &o, record, &n) == 0);
+
+    /* Hostile bytes: control characters are not echoed raw, nothing crashes. */
+    char hostile[2048];
+    for (size_t i = 0; i < sizeof hostile - 1; i++)
+        hostile[i] = (char)(1 + (i * 37) % 255);
+    hostile[sizeof hostile - 1] = 0;
+    n = 0;
+    rp_options_parse(hostile, &o, record, &n);
+    CHECK(n > 0);
+    for (const char *c = last; *c; c++)
+        CHECK((unsigned char)*c >= 0x20 && (unsigned char)*c < 0x7f);
+
+    size_t count;
+    const rp_option_doc *docs = rp_options_docs(&count);
+    CHECK(count >= 15 && strcmp(docs[0].name, "cache_bytes") == 0);
+    TEST_MAIN_END();
+}
