@@ -60,6 +60,14 @@ struct rp_heap {
     struct rp_heap *all_next, *all_prev; /* list of all heaps */
 };
 
+/* Records that one allocation inspected n free blocks (list heads of either tier). */
+static inline void rp_heap_count_examined(rp_heap *h, uint64_t n)
+{
+    h->blocks_examined += n;
+    if (n > h->max_examined)
+        h->max_examined = n;
+}
+
 /* h, or the default heap for NULL (NULL only if it cannot be created). */
 rp_heap *rp_heap_resolve(rp_heap *h);
 

@@ -25,6 +25,7 @@ void *rp_large_alloc(rp_heap *h, size_t size, size_t align, size_t *usable)
     rp_page *d = rp_heap_take_pages(h, npages, align_order);
     if (!d)
         return NULL;
+    rp_heap_count_examined(h, 1); /* one list head of the page tier, whatever its size */
     d->state = RP_PAGE_LARGE;
     d->npages = (uint32_t)npages;
     d->align_log2 = (uint8_t)rp_fls(align);

@@ -92,8 +92,9 @@ size_t rp_heap_trim(rp_heap *h, size_t keep_bytes);
 
 /* Allocates size bytes aligned to align (a power of two; 0 = default 16, smaller values are
  * raised to 16). h NULL = the default heap. size 0 returns a unique, freeable minimum block.
- * The cost does not depend on the number of live or free blocks: one bitmap search examines
- * at most two free blocks. Returns NULL with EINVAL (align not a power of two) or ENOMEM. */
+ * The cost does not depend on the number of live or free blocks: bitmap searches
+ * examine at most three free blocks (two list heads of the segregated-fit index, one of the
+ * page tier). Returns NULL with EINVAL (align not a power of two) or ENOMEM. */
 void *rp_alloc(rp_heap *h, size_t size, size_t align);
 
 /* Like rp_alloc for n*size bytes, zero-filled. ENOMEM if n*size overflows. */
@@ -145,8 +146,9 @@ typedef struct rp_heap_stats {
     size_t os_released;     /* bytes returned to the OS so far (madvise or munmap) */
     uint64_t alloc_calls;   /* successful allocations (rp_alloc, rp_calloc, moves by realloc) */
     uint64_t free_calls;    /* blocks freed */
-    uint64_t blocks_examined; /* free blocks inspected by allocation searches, cumulative */
-    uint64_t max_examined;    /* most free blocks inspected by one allocation */
+    uint64_t blocks_examined; /* free blocks inspected by allocation searches (list heads of
+                                 the segregated-fit index and of the page tier), cumulative */
+    uint64_t max_examined;    /* most free blocks inspected by one allocation (at most 3) */
     size_t class_free_blocks[RP_STATS_CLASSES]; /* free span blocks per first-level class */
     size_t order_free_blocks[RP_STATS_ORDERS];  /* free page-tier blocks per buddy order */
 } rp_heap_stats_t;

@@ -3,13 +3,6 @@
 #include "hooks.h"
 #include "pagemap.h"
 
-static inline void count_examined(rp_heap *h, uint64_t n)
-{
-    h->blocks_examined += n;
-    if (n > h->max_examined)
-        h->max_examined = n;
-}
-
 rp_page *rp_span_head_of(rp_region *r, const void *p)
 {
     rp_page *d = rp_page_of(r, p);
@@ -186,10 +179,11 @@ void *rp_span_alloc(rp_heap *h, size_t size, size_t align, rp_fault *f)
         b = span_create(h, want);
         if (!b)
             return NULL;
+        examined++; /* the page tier's list head the span came from */
         rp_free_index_insert(&h->index, b);
         lead = align <= RP_MIN_ALIGN ? 0 : aligned_lead(b, align);
     }
-    count_examined(h, examined);
+    rp_heap_count_examined(h, examined);
     take_from_index(h, b);
     rp_block *a = carve(h, b, lead, need, rp_fls(align));
     h->blocks_in_use++;
