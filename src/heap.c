@@ -105,9 +105,13 @@ static int heap_grow(rp_heap *h, size_t npages, unsigned align_order)
 rp_page *rp_heap_take_pages(rp_heap *h, size_t npages, unsigned align_order)
 {
     rp_page *d = rp_page_tier_take_run(&h->pages, npages, align_order);
-    if (!d && heap_grow(h, npages, align_order) == 0)
-        d = rp_page_tier_take_run(&h->pages, npages, align_order);
-    return d;
+    if (d)
+        return d;
+    if (heap_grow(h, npages, align_order) == 0)
+        return rp_page_tier_take_run(&h->pages, npages, align_order);
+    /* Cannot grow (caller memory only, capped, or the OS refused): use free pages that are
+     * contiguous but not one aligned block, rather than fail. */
+    return rp_page_tier_take_run_assembled(&h->pages, npages, align_order);
 }
 
 /* Unmaps a wholly free OS region. Returns 1 if it was released. */

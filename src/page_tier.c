@@ -84,6 +84,51 @@ rp_page *rp_page_tier_take_run(rp_page_tier *t, size_t npages, unsigned align_or
     return d;
 }
 
+/* Can the free block d (already known free) be extended forward to cover npages pages using
+ * only free blocks? Returns the number of pages of the last block used, 0 if not. */
+static size_t run_extends(const rp_region *r, const rp_page *d, size_t npages)
+{
+    size_t pos = rp_page_index(r, d), end = pos + npages;
+    for (int pieces = 0; pieces < RP_RUN_MAX_PIECES; pieces++) {
+        if (pos >= r->npages)
+            return 0;
+        const rp_page *e = &r->pages[pos];
+        if (e->state != RP_PAGE_FREE)
+            return 0;
+        if (pos + e->npages >= end)
+            return e->npages;
+        pos += e->npages;
+    }
+    return 0;
+}
+
+rp_page *rp_page_tier_take_run_assembled(rp_page_tier *t, size_t npages, unsigned align_order)
+{
+    if (npages < 2 || npages > ((size_t)1 << 31))
+        return NULL;
+    unsigned top = rp_ceil_log2(npages);
+    for (unsigned j = top; j-- > align_order;) {
+        rp_page *d = t->lists[j];
+        if (!d || !run_extends(d->region, d, npages))
+            continue;
+        rp_region *r = d->region;
+        size_t first = rp_page_index(r, d), pos = first, end = first + npages;
+        while (pos < end) {
+            rp_page *e = &r->pages[pos];
+            size_t n = e->npages;
+            rp_page_tier_unlink(t, e);
+            if (pos + n > end) {
+                /* The last block overhangs: its excess goes straight back. */
+                rp_page_tier_give(t, r, &r->pages[end], pos + n - end);
+            }
+            pos += n;
+        }
+        d->npages = (uint32_t)npages;
+        return d;
+    }
+    return NULL;
+}
+
 /* Frees one naturally aligned block of 2^order pages at d, merging with free buddies. */
 static void give_block(rp_page_tier *t, rp_region *r, rp_page *d, unsigned order)
 {

@@ -41,6 +41,13 @@ rp_page *rp_page_tier_take(rp_page_tier *t, unsigned order);
  * NULL if none. The head's npages is set; its state is left for the caller. */
 rp_page *rp_page_tier_take_run(rp_page_tier *t, size_t npages, unsigned align_order);
 
+/* Fallback when no block of the run's order is free and the heap cannot grow (caller memory,
+ * a capped heap): for each lower order, the head of its list is extended forward over the
+ * free blocks that follow it, until npages pages are covered (at most RP_RUN_MAX_PIECES
+ * blocks). Bounded: one candidate per order. NULL if none works. */
+#define RP_RUN_MAX_PIECES 64
+rp_page *rp_page_tier_take_run_assembled(rp_page_tier *t, size_t npages, unsigned align_order);
+
 /* Returns the run of npages pages starting at descriptor d (all of them in region r) to the
  * free lists: split into the largest naturally aligned blocks, each coalesced with its free
  * buddies. The run's head descriptor must already have been taken out of its former state. */

@@ -113,6 +113,39 @@ int main(void)
     CHECK(memcmp(blocks, initial_blocks, sizeof blocks) == 0);
     CHECK(rp_page_tier_largest(&t) == (size_t)4096 << rp_fls(t.nonempty));
 
+    /* Assembled runs: three free pages at absolute page numbers 4k+1 .. 4k+3 are no aligned
+     * block of order 2, but a run of three can be assembled from them when nothing else is
+     * free. */
+    {
+        static rp_page *all[1u << 12];
+        size_t n = 0;
+        rp_page *d;
+        while ((d = rp_page_tier_take(&t, 0)) != NULL)
+            all[n++] = d;
+        CHECK(n == r->npages && t.free_pages == 0);
+        size_t i = 8;
+        while (((r->base >> 12) + i) % 4 != 1)
+            i++;
+        for (size_t k = 0; k < 3; k++)
+            rp_page_tier_give(&t, r, &r->pages[i + k], 1);
+        CHECK(t.free_pages == 3);
+        CHECK(rp_page_tier_take_run(&t, 3, 0) == NULL);
+        CHECK(rp_page_tier_take_run_assembled(&t, 4, 0) == NULL); /* only three are free */
+        rp_page *run = rp_page_tier_take_run_assembled(&t, 3, 0);
+        CHECK(run == &r->pages[i] && run && run->npages == 3);
+        CHECK(t.free_pages == 0 && t.nonempty == 0);
+        /* An overhanging last block gives its excess back. */
+        rp_page_tier_give(&t, r, &r->pages[i], 3);
+        rp_page *two = rp_page_tier_take_run_assembled(&t, 2, 0);
+        CHECK(two == &r->pages[i] && t.free_pages == 1 && t.blocks[0] == 1);
+        rp_page_tier_give(&t, r, &r->pages[i], 2);
+        for (size_t k = 0; k < n; k++)
+            if (all[k] < &r->pages[i] || all[k] > &r->pages[i + 2])
+                rp_page_tier_give(&t, r, all[k], 1);
+        CHECK(snapshot(&t, blocks) == initial_pages);
+        CHECK(memcmp(blocks, initial_blocks, sizeof blocks) == 0);
+    }
+
     /* Exhaustion: nothing left of an order fails cleanly. */
     CHECK(rp_page_tier_take(&t, 30) == NULL);
     CHECK(rp_page_tier_take_run(&t, r->npages + 1, 0) == NULL);

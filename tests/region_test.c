@@ -1,0 +1,154 @@
+/* Caller-supplied regions: a heap over a static buffer (no OS memory at all), over a
+ * MAP_SHARED mapping that a forked child writes through, mixed with OS memory; overlapping,
+ * too small and NULL regions are refused with EINVAL; destroy forgets the region. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdint.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "rampart.h"
+#include "src/os.h"
+#include "testing.h"
+
+static unsigned char buffer[1 << 20];
+
+static void test_static_buffer(void)
+{
+    rp_heap_config cfg = {0};
+    cfg.flags = RP_HEAP_NO_OS;
+    cfg.name = "static";
+    rp_heap *h = rp_heap_create(&cfg);
+    REQUIRE(h);
+    errno = 0;
+    CHECK(rp_alloc(h, 10, 0) == NULL && errno == ENOMEM); /* no region yet, no OS */
+    REQUIRE(rp_heap_add_region(h, buffer + 3, sizeof buffer - 3) == 0);
+    void *ptrs[4096];
+    size_t n = 0, bytes = 0;
+    test_rng rng = {3};
+    for (;;) {
+        size_t size = 16 + rng_below(&rng, 3000);
+        void *p = rp_alloc(h, size, rng_below(&rng, 4) ? 0 : 256);
+        if (!p)
+            break;
+        CHECK((unsigned char *)p >= buffer && (unsigned char *)p + size <= buffer + sizeof buffer);
+        memset(p, (int)n, size);
+        ptrs[n++] = p;
+        bytes += size;
+        REQUIRE(n < 4096);
+    }
+    CHECK(errno == ENOMEM);
+    printf("static buffer of %zu bytes: %zu blocks, %zu bytes requested\n", sizeof buffer, n, bytes);
+    CHECK(bytes > sizeof buffer / 2);
+    /* Large and page-aligned blocks come from the same buffer. */
+    for (size_t i = 0; i < n; i += 2)
+        rp_free(ptrs[i]);
+    void *page = rp_alloc(h, 4096, 4096);
+    if (page)
+        CHECK((unsigned char *)page >= buffer && ((uintptr_t)page & 4095) == 0);
+    rp_free(page);
+    for (size_t i = 1; i < n; i += 2)
+        rp_free(ptrs[i]);
+    CHECK_HEAP(h);
+    rp_heap_stats_t st;
+    rp_heap_stats(h, &st);
+    CHECK(st.os_bytes > 0 && st.os_bytes <= 65536); /* the control block only: no OS region */
+    CHECK(st.regions == 1 && st.blocks_in_use == 0);
+    void *big = rp_alloc(h, 600 << 10, 0);
+    CHECK(big != NULL);
+    rp_free(big);
+    /* The same memory cannot be given twice, to this heap or another. */
+    rp_heap *other = rp_heap_create(NULL);
+    errno = 0;
+    CHECK(rp_heap_add_region(other, buffer + 4096, 65536) == -1 && errno == EINVAL);
+    errno = 0;
+    CHECK(rp_heap_add_region(h, buffer, 100) == -1 && errno == EINVAL);
+    CHECK_HEAP(h);
+    rp_heap_destroy(h);
+    /* Forgotten after destroy: the memory can be given to another heap. */
+    CHECK(rp_heap_add_region(other, buffer, sizeof buffer) == 0);
+    void *q = rp_alloc(other, 1000, 0);
+    CHECK(q && rp_heap_of(q) == other);
+    rp_free(q);
+    CHECK_HEAP(other);
+    rp_heap_destroy(other);
+}
+
+static void test_shared_mapping(void)
+{
+    size_t len = 4 << 20;
+    unsigned char *shm = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    REQUIRE(shm != MAP_FAILED);
+    rp_heap_config cfg = {0};
+    cfg.flags = RP_HEAP_NO_OS;
+    cfg.name = "shm";
+    rp_heap *h = rp_heap_create(&cfg);
+    REQUIRE(rp_heap_add_region(h, shm, len) == 0);
+    char *msg = rp_alloc(h, 64, 0);
+    int *nums = rp_alloc(h, 4096 * sizeof(int), 4096);
+    REQUIRE(msg && nums);
+    CHECK((unsigned char *)msg >= shm && (unsigned char *)nums + 4096 * sizeof(int) <= shm + len);
+    strcpy(msg, "parent");
+    pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        /* The child writes through the heap's pointers; the parent sees it: shared memory. */
+        strcpy(msg, "child was here");
+        for (int i = 0; i < 4096; i++)
+            nums[i] = i * 3;
+        _exit(0);
+    }
+    int status;
+    waitpid(pid, &status, 0);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    CHECK(strcmp(msg, "child was here") == 0);
+    CHECK(nums[4095] == 4095 * 3);
+    /* Overlap with a region in use is refused. */
+    rp_heap *h2 = rp_heap_create(NULL);
+    errno = 0;
+    CHECK(rp_heap_add_region(h2, shm + len / 2, len) == -1 && errno == EINVAL);
+    errno = 0;
+    CHECK(rp_heap_add_region(NULL, shm, len) == -1 && errno == EINVAL);
+    errno = 0;
+    CHECK(rp_heap_add_region(h2, NULL, len) == -1 && errno == EINVAL);
+    rp_free(msg);
+    rp_free(nums);
+    CHECK_HEAP(h);
+    rp_heap_destroy(h);
+    rp_heap_destroy(h2);
+    /* rampart never unmaps caller memory. */
+    shm[0] = 1;
+    CHECK(munmap(shm, len) == 0);
+}
+
+/* A heap with OS memory and a caller region uses both and returns only the OS part. */
+static void test_mixed(void)
+{
+    size_t base = rp_os_mapped_bytes();
+    static unsigned char extra[256 << 10];
+    rp_heap *h = rp_heap_create(NULL);
+    REQUIRE(rp_heap_add_region(h, extra, sizeof extra) == 0);
+    void *p[64];
+    for (int i = 0; i < 64; i++)
+        p[i] = rp_alloc(h, 16 << 10, 0);
+    int in_extra = 0;
+    for (int i = 0; i < 64; i++) {
+        REQUIRE(p[i]);
+        in_extra += (unsigned char *)p[i] >= extra && (unsigned char *)p[i] < extra + sizeof extra;
+    }
+    CHECK(in_extra > 0 && in_extra < 64);
+    for (int i = 0; i < 64; i++)
+        rp_free(p[i]);
+    CHECK_HEAP(h);
+    rp_heap_destroy(h);
+    CHECK(rp_os_mapped_bytes() <= base + (64u << 10)); /* at most address-map leaves remain */
+}
+
+int main(void)
+{
+    test_static_buffer();
+    test_shared_mapping();
+    test_mixed();
+    TEST_MAIN_END();
+}
