@@ -240,8 +240,8 @@ static int check_span(checker *c, rp_region *r, rp_page *head)
     return 0;
 }
 
-/* R1..R3, D1..D5, M1, B3, and the spans of each region. */
-static int check_region(checker *c, rp_region *r, const rp_region *prev)
+/* R1..R3 and M1: checked before anything that relies on regions or the address map. */
+static int check_region_frame(checker *c, rp_region *r, const rp_region *prev)
 {
     rp_heap *h = c->h;
     if (r->magic != (RP_REGION_MAGIC ^ h->secret) || r->heap != h)
@@ -252,14 +252,21 @@ static int check_region(checker *c, rp_region *r, const rp_region *prev)
                     r->npages);
     if (r->prev != prev || (prev && prev->base >= r->base))
         return fail(c, "R3/H3: region list is broken or unsorted at %p", (void *)r);
-    size_t free_pages = 0;
-    uintptr_t first = r->base >> RP_PAGE_SHIFT;
     for (size_t i = 0; i < r->npages; i++) {
         rp_page *d = &r->pages[i];
         if (rp_pagemap_lookup((void *)rp_page_addr(r, d)) != r)
             return fail(c, "M1: address map does not send page %p to its region %p", (void *)rp_page_addr(r, d),
                         (void *)r);
     }
+    return 0;
+}
+
+/* D1..D5, B3, and the spans of a region. */
+static int check_region(checker *c, rp_region *r)
+{
+    rp_heap *h = c->h;
+    size_t free_pages = 0;
+    uintptr_t first = r->base >> RP_PAGE_SHIFT;
     for (size_t i = 0; i < r->npages;) {
         rp_page *d = &r->pages[i];
         size_t n = d->npages;
@@ -351,14 +358,16 @@ int rp_heap_check(rp_heap *h, char *why, size_t len)
     c.table_bytes = rp_align_up(c.table_slots * sizeof(rp_block *), RP_PAGE_SIZE);
     c.table = rp_os_scratch_map(c.table_bytes); /* NULL is fine: the checker falls back to list searches */
 
-    if (!check_index(&c) && !check_page_lists(&c)) {
-        size_t nregions = 0, region_bytes = 0;
-        const rp_region *prev = NULL;
-        for (rp_region *r = h->regions; r && !c.failed; prev = r, r = r->next) {
-            nregions++;
-            region_bytes += r->npages << RP_PAGE_SHIFT;
-            check_region(&c, r, prev);
-        }
+    size_t nregions = 0, region_bytes = 0;
+    const rp_region *prev = NULL;
+    for (rp_region *r = h->regions; r && !c.failed; prev = r, r = r->next) {
+        nregions++;
+        region_bytes += r->npages << RP_PAGE_SHIFT;
+        check_region_frame(&c, r, prev);
+    }
+    if (!c.failed && !check_index(&c) && !check_page_lists(&c)) {
+        for (rp_region *r = h->regions; r && !c.failed; r = r->next)
+            check_region(&c, r);
         if (!c.failed && (nregions != h->nregions || region_bytes != h->region_bytes))
             fail(&c, "H3: heap counts %zu regions / %zu bytes, its list holds %zu / %zu", h->nregions,
                  h->region_bytes, nregions, region_bytes);
