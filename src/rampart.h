@@ -143,7 +143,8 @@ typedef struct rp_heap_stats {
     size_t region_bytes;    /* usable bytes of all regions (page area) */
     size_t os_bytes;        /* bytes mapped from the OS now, control block included */
     size_t os_bytes_peak;   /* high-water mark of os_bytes */
-    size_t os_released;     /* bytes returned to the OS so far (madvise or munmap) */
+    size_t os_released;     /* bytes handed back to the OS so far (madvise and munmap calls,
+                               cumulative: decommitted pages later unmapped count twice) */
     uint64_t alloc_calls;   /* successful allocations (rp_alloc, rp_calloc, moves by realloc) */
     uint64_t free_calls;    /* blocks freed */
     uint64_t blocks_examined; /* free blocks inspected by allocation searches (list heads of
