@@ -106,19 +106,30 @@ void rp_core_release(rp_heap *h, void *p, rp_fault *f)
         rp_large_release(h, loc.head);
 }
 
+/* The region owning p; a pointer in no rampart heap is reported (invalid-free) and NULL
+ * returned. `who` names the entry point in the message. */
+static rp_region *owning_region(const void *p, const char *who)
+{
+    rp_region *r = rp_pagemap_lookup(p);
+    if (RP_LIKELY(r != NULL))
+        return r;
+    rp_fault f;
+    f.kind = 0;
+    rp_fault_set(&f, RP_ERR_INVALID_FREE, NULL, p, NULL, 0, "%s%p was not allocated by rampart (it is in no rampart heap)",
+                 who, p);
+    rp_report_fault(&f);
+    return NULL;
+}
+
 void rp_free(void *p)
 {
     if (!p)
         return;
+    rp_region *r = owning_region(p, "");
+    if (RP_UNLIKELY(!r))
+        return;
     rp_fault f;
     f.kind = 0;
-    rp_region *r = rp_pagemap_lookup(p);
-    if (RP_UNLIKELY(!r)) {
-        rp_fault_set(&f, RP_ERR_INVALID_FREE, NULL, p, NULL, 0,
-                     "%p was not allocated by rampart (it is in no rampart heap)", p);
-        rp_report_fault(&f);
-        return;
-    }
     rp_heap *h = r->heap;
     rp_lock_acquire(&h->lock);
     rp_located loc;
@@ -133,15 +144,11 @@ size_t rp_usable_size(const void *p)
 {
     if (!p)
         return 0;
+    rp_region *r = owning_region(p, "rp_usable_size: ");
+    if (!r)
+        return 0;
     rp_fault f;
     f.kind = 0;
-    rp_region *r = rp_pagemap_lookup(p);
-    if (!r) {
-        rp_fault_set(&f, RP_ERR_INVALID_FREE, NULL, p, NULL, 0,
-                     "rp_usable_size: %p was not allocated by rampart (it is in no rampart heap)", p);
-        rp_report_fault(&f);
-        return 0;
-    }
     rp_heap *h = r->heap;
     rp_located loc;
     size_t n = 0;
@@ -179,16 +186,13 @@ void *rp_realloc(rp_heap *h, void *p, size_t size)
         errno = ENOMEM;
         return NULL;
     }
-    rp_fault f;
-    f.kind = 0;
-    rp_region *r = rp_pagemap_lookup(p);
+    rp_region *r = owning_region(p, "rp_realloc: ");
     if (!r) {
-        rp_fault_set(&f, RP_ERR_INVALID_FREE, NULL, p, NULL, 0,
-                     "rp_realloc: %p was not allocated by rampart (it is in no rampart heap)", p);
-        rp_report_fault(&f);
         errno = EINVAL;
         return NULL;
     }
+    rp_fault f;
+    f.kind = 0;
     rp_heap *owner = r->heap;
     rp_heap *target = h ? h : owner;
     void *q = NULL;
