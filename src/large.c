@@ -71,8 +71,18 @@ int rp_large_resize(rp_heap *h, rp_page *d, size_t size)
     size_t npages = (bytes + RP_PAGE_SIZE - 1) >> RP_PAGE_SHIFT;
     if (npages == 0)
         npages = 1;
-    if (npages > d->npages)
-        return 0;
+    if (npages > d->npages) {
+        rp_region *r = d->region;
+        size_t extra = npages - d->npages;
+        if (npages > ((size_t)1 << 31) ||
+            rp_page_tier_claim(&h->pages, r, rp_page_index(r, d) + d->npages, extra) != 0)
+            return 0;
+        d->npages = (uint32_t)npages;
+        d->u.large.usable += extra << RP_PAGE_SHIFT;
+        h->bytes_in_use += extra << RP_PAGE_SHIFT;
+        h->bytes_usable += extra << RP_PAGE_SHIFT;
+        return 1;
+    }
     if (npages < d->npages) {
         size_t drop = d->npages - npages;
         d->npages = (uint32_t)npages;

@@ -15,8 +15,8 @@ void *rp_large_alloc(rp_heap *h, size_t size, size_t align, size_t *usable);
 /* Frees the large block whose head descriptor is d. */
 void rp_large_release(rp_heap *h, rp_page *d);
 
-/* Resizes in place (shrinking returns whole pages; growing works within the pages already
- * held). Returns 1 on success, 0 if the block must move. */
+/* Resizes in place: shrinking returns whole pages; growing uses the pages already held, then
+ * the free pages right after the block. Returns 1 on success, 0 if the block must move. */
 int rp_large_resize(rp_heap *h, rp_page *d, size_t size);
 
 /* User pointer of the large block headed by d. */

@@ -102,6 +102,32 @@ static size_t run_extends(const rp_region *r, const rp_page *d, size_t npages)
     return 0;
 }
 
+/* Takes the free blocks covering [first, first + npages) of r off the lists (run_extends
+ * said they exist); the last block's overhang goes back. */
+static void unlink_run(rp_page_tier *t, rp_region *r, size_t first, size_t npages)
+{
+    size_t pos = first, end = first + npages;
+    while (pos < end) {
+        rp_page *e = &r->pages[pos];
+        size_t n = e->npages;
+        rp_page_tier_unlink(t, e);
+        if (pos + n > end)
+            rp_page_tier_give(t, r, &r->pages[end], pos + n - end);
+        pos += n;
+    }
+}
+
+int rp_page_tier_claim(rp_page_tier *t, rp_region *r, size_t first, size_t npages)
+{
+    if (npages == 0 || first >= r->npages || npages > r->npages - first)
+        return -1;
+    rp_page *d = &r->pages[first];
+    if (d->state != RP_PAGE_FREE || !run_extends(r, d, npages))
+        return -1;
+    unlink_run(t, r, first, npages);
+    return 0;
+}
+
 rp_page *rp_page_tier_take_run_assembled(rp_page_tier *t, size_t npages, unsigned align_order)
 {
     if (npages < 2 || npages > ((size_t)1 << 31))
@@ -111,18 +137,7 @@ rp_page *rp_page_tier_take_run_assembled(rp_page_tier *t, size_t npages, unsigne
         rp_page *d = t->lists[j];
         if (!d || !run_extends(d->region, d, npages))
             continue;
-        rp_region *r = d->region;
-        size_t first = rp_page_index(r, d), pos = first, end = first + npages;
-        while (pos < end) {
-            rp_page *e = &r->pages[pos];
-            size_t n = e->npages;
-            rp_page_tier_unlink(t, e);
-            if (pos + n > end) {
-                /* The last block overhangs: its excess goes straight back. */
-                rp_page_tier_give(t, r, &r->pages[end], pos + n - end);
-            }
-            pos += n;
-        }
+        unlink_run(t, d->region, rp_page_index(d->region, d), npages);
         d->npages = (uint32_t)npages;
         return d;
     }

@@ -48,6 +48,12 @@ rp_page *rp_page_tier_take_run(rp_page_tier *t, size_t npages, unsigned align_or
 #define RP_RUN_MAX_PIECES 64
 rp_page *rp_page_tier_take_run_assembled(rp_page_tier *t, size_t npages, unsigned align_order);
 
+/* Claims the npages pages of region r starting at page index `first` if they are all free
+ * (covered by at most RP_RUN_MAX_PIECES free blocks, the first one starting at `first`):
+ * they leave the free lists, an overhanging last block gives its excess back. Used to grow a
+ * large block in place. Returns 0, or -1 with nothing changed. */
+int rp_page_tier_claim(rp_page_tier *t, rp_region *r, size_t first, size_t npages);
+
 /* Returns the run of npages pages starting at descriptor d (all of them in region r) to the
  * free lists: split into the largest naturally aligned blocks, each coalesced with its free
  * buddies. The run's head descriptor must already have been taken out of its former state. */

@@ -153,6 +153,22 @@ static void test_realloc(void)
     unsigned char *z2 = rp_realloc(h, z, 100);
     REQUIRE(z2);
     CHECK(filled(z2, 100, 9));
+    /* A large block grows in place into the free pages that follow it. */
+    unsigned char *big = rp_alloc(h, 200000, 0);
+    REQUIRE(big);
+    fill(big, 200000, 5);
+    unsigned char *bigger = rp_realloc(h, big, 900000);
+    CHECK(bigger == big);
+    CHECK(filled(bigger, 200000, 5));
+    CHECK(rp_usable_size(bigger) >= 900000);
+    unsigned char *blocker = rp_alloc(h, 100000, 0); /* now whatever follows is used */
+    CHECK_HEAP(h);
+    unsigned char *moved = rp_realloc(h, bigger, 4000000);
+    REQUIRE(moved);
+    CHECK(filled(moved, 200000, 5));
+    rp_free(moved);
+    rp_free(blocker);
+    CHECK_HEAP(h);
     /* NULL = alloc; 0 = minimum block. */
     void *n = rp_realloc(h, NULL, 64);
     REQUIRE(n);

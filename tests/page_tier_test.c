@@ -146,6 +146,31 @@ int main(void)
         CHECK(memcmp(blocks, initial_blocks, sizeof blocks) == 0);
     }
 
+    /* Claiming the pages after a block (in-place growth): only when all of them are free. */
+    {
+        rp_page *d = rp_page_tier_take_run(&t, 5, 0);
+        REQUIRE(d);
+        d->state = RP_PAGE_LARGE;
+        size_t first = rp_page_index(r, d);
+        size_t before = t.free_pages;
+        CHECK(rp_page_tier_claim(&t, r, first + 5, 20) == 0);
+        CHECK(t.free_pages == before - 20);
+        rp_page *e = rp_page_tier_take_run(&t, 1, 0); /* something else, somewhere */
+        REQUIRE(e);
+        e->state = RP_PAGE_LARGE;
+        CHECK(rp_page_tier_claim(&t, r, first + 2, 3) == -1);     /* not free: ours */
+        CHECK(rp_page_tier_claim(&t, r, r->npages - 1, 2) == -1); /* past the region */
+        if (rp_page_index(r, e) > first + 25)
+            CHECK(rp_page_tier_claim(&t, r, first + 25, rp_page_index(r, e) - first - 25 + 1) == -1);
+        CHECK(t.free_pages == before - 21);
+        e->state = RP_PAGE_NONE;
+        rp_page_tier_give(&t, r, e, 1);
+        d->state = RP_PAGE_NONE;
+        rp_page_tier_give(&t, r, d, 25);
+        CHECK(snapshot(&t, blocks) == initial_pages);
+        CHECK(memcmp(blocks, initial_blocks, sizeof blocks) == 0);
+    }
+
     /* Exhaustion: nothing left of an order fails cleanly. */
     CHECK(rp_page_tier_take(&t, 30) == NULL);
     CHECK(rp_page_tier_take_run(&t, r->npages + 1, 0) == NULL);
