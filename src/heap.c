@@ -91,6 +91,12 @@ static int heap_grow(rp_heap *h, size_t npages, unsigned align_order)
     rp_region *r = rp_region_map(area);
     if (!r)
         return -1;
+    /* If the OS refused to trim the alignment slack, the mapping is larger than planned:
+     * it must still fit under the cap. */
+    if (h->max_bytes && h->os_bytes + r->map_len > h->max_bytes) {
+        rp_os_unmap(r->map_base, r->map_len);
+        return -1;
+    }
     uintptr_t lo = (uintptr_t)r->map_base, hi = lo + r->map_len;
     if (region_attach(h, r, lo, hi) != 0) {
         rp_os_unmap(r->map_base, r->map_len);

@@ -1,0 +1,116 @@
+"""cc_fuzz_test: one fuzz harness, three build products.
+
+    cc_fuzz_test(name, srcs, deps, corpus, **kwargs)
+
+  <name>           cc_test: replays every input of the corpus and of fuzz/regressions/<name>
+                   through LLVMFuzzerTestOneInput (fuzz/replay_main.c). Runs under gcc in every
+                   `bazel test //...`, so a checked-in crasher fails the build once reintroduced.
+  <name>_fuzzer    cc_binary: a libFuzzer binary under --config=fuzz (//fuzz:fuzzing); in any
+                   other configuration the same binary is a replay tool (accepts files and dirs).
+  <name>_manifest  the sources, defines and link options the harness is built from, collected
+                   from the Bazel graph; <name>_manifest_test compares it with the checked-in
+                   fuzz/manifests/<name>.txt, which tools/fuzz.sh (coverage, mutants) and
+                   .clusterfuzzlite/build.sh read because they build without Bazel.
+
+corpus is a directory of this package (e.g. "corpus/heap_ops"); several targets may share one.
+"""
+
+load("@rules_cc//cc:defs.bzl", "cc_binary", "cc_test")
+
+FuzzSourcesInfo = provider(
+    doc = "C sources, defines and link options of a target and its cc deps.",
+    fields = ["srcs", "defines", "linkopts"],
+)
+
+def _sources_aspect_impl(target, ctx):
+    srcs = []
+    for s in getattr(ctx.rule.attr, "srcs", []):
+        srcs += [f for f in s.files.to_list() if f.extension == "c"]
+    deps = getattr(ctx.rule.attr, "deps", [])
+    actual = getattr(ctx.rule.attr, "actual", None)
+    if actual:
+        deps = deps + [actual]
+    trans = [d[FuzzSourcesInfo] for d in deps if FuzzSourcesInfo in d]
+    return [FuzzSourcesInfo(
+        srcs = depset(srcs, transitive = [t.srcs for t in trans]),
+        defines = depset(getattr(ctx.rule.attr, "defines", []), transitive = [t.defines for t in trans]),
+        linkopts = depset(getattr(ctx.rule.attr, "linkopts", []), transitive = [t.linkopts for t in trans]),
+    )]
+
+_sources_aspect = aspect(
+    implementation = _sources_aspect_impl,
+    attr_aspects = ["deps", "actual"],
+)
+
+def _manifest_impl(ctx):
+    srcs = []
+    defines = []
+    linkopts = []
+    for d in ctx.attr.deps:
+        info = d[FuzzSourcesInfo]
+        srcs += info.srcs.to_list()
+        defines += info.defines.to_list()
+        linkopts += info.linkopts.to_list()
+    lines = ["# Generated from the Bazel graph by //fuzz:%s; check with %s_test." % (ctx.label.name, ctx.label.name)]
+    lines += ["name " + ctx.attr.target]
+    lines += ["corpus " + ctx.label.package + "/" + ctx.attr.corpus]
+    lines += ["harness " + f.path for f in ctx.files.harness]
+    lines += ["src " + p for p in sorted({f.path: 1 for f in srcs}.keys())]
+    lines += ["define " + d for d in sorted({d: 1 for d in defines}.keys())]
+    lines += ["linkopt " + o for o in sorted({o: 1 for o in linkopts}.keys())]
+    out = ctx.actions.declare_file(ctx.label.name + ".txt")
+    ctx.actions.write(out, "\n".join(lines) + "\n")
+    return [DefaultInfo(files = depset([out]), runfiles = ctx.runfiles(files = [out]))]
+
+_fuzz_manifest = rule(
+    implementation = _manifest_impl,
+    attrs = {
+        "target": attr.string(),
+        "corpus": attr.string(),
+        "harness": attr.label_list(allow_files = [".c"]),
+        "deps": attr.label_list(aspects = [_sources_aspect]),
+    },
+)
+
+def cc_fuzz_test(name, srcs, deps, corpus, **kwargs):
+    """Declares <name> (replay test), <name>_fuzzer (libFuzzer) and the manifest targets."""
+    inputs = native.glob([corpus + "/**", "regressions/" + name + "/**"], exclude = ["**/README*"])
+    if not inputs:
+        fail("cc_fuzz_test %s: corpus %s is empty" % (name, corpus))
+    native.filegroup(name = name + "_corpus", srcs = inputs)
+    cc_test(
+        name = name,
+        srcs = srcs,
+        deps = deps + ["//fuzz:replay_main"],
+        data = [":" + name + "_corpus"],
+        args = ["$(rootpaths :%s_corpus)" % name],
+        size = kwargs.pop("size", "small"),
+        **kwargs
+    )
+    cc_binary(
+        name = name + "_fuzzer",
+        srcs = srcs,
+        deps = deps + select({
+            "//fuzz:fuzzing": [],
+            "//conditions:default": ["//fuzz:replay_main"],
+        }),
+        linkopts = select({
+            "//fuzz:fuzzing": ["-fsanitize=fuzzer"],
+            "//conditions:default": [],
+        }),
+        **kwargs
+    )
+    _fuzz_manifest(
+        name = name + "_manifest",
+        target = name,
+        corpus = corpus,
+        harness = srcs,
+        deps = deps,
+    )
+    native.sh_test(
+        name = name + "_manifest_test",
+        size = "small",
+        srcs = ["//fuzz:manifest_test.sh"],
+        args = ["$(rootpath :%s_manifest)" % name, "$(rootpath //fuzz:manifests/%s.txt)" % name],
+        data = [":" + name + "_manifest", "//fuzz:manifests/%s.txt" % name],
+    )

@@ -1,0 +1,213 @@
+#!/usr/bin/env python3
+"""Writes the hand-made seed inputs of fuzz/corpus/ (named seed-*; inputs the fuzzer found
+are named by their SHA-1 and merged in by tools/fuzz.sh).
+
+    fuzz/seeds.py            rewrite the seed-* files
+    fuzz/seeds.py --check    exit 1 if a seed-* file differs from what this script writes
+
+heap_ops input format (fuzz/heap_ops.c is the authority):
+    shape0: bits 0-3 max_bytes = (v+1) * 512 KiB, bits 4-6 region_bytes = 16 KiB << v,
+            bit 7 RP_HEAP_NO_OS
+    shape1: bits 0-2 large_threshold = 4 KiB << v, bits 3-5 retain_bytes = 32 KiB << v
+    then operations: an opcode byte (taken modulo the number of operations) and its
+    arguments, little-endian. A size is 16 bits: the top 3 bits pick a range (0: 0..63,
+    1: 0..1023, 2: 0..8191, 3: x*8, 4: x*64, 5: whole pages, 6: around a page boundary,
+    7: special values); an alignment byte is 0 (default), 1..23 for 2^(v-1), 24..31 for
+    invalid or huge values, bit 7 = the second heap.
+"""
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+(OP_ALLOC, OP_CALLOC, OP_REALLOC, OP_FREE, OP_ADD_REGION, OP_CHECK, OP_TRIM, OP_OS_FAIL,
+ OP_MISUSE, OP_ALLOC_RUN, OP_FREE_RUN) = range(11)
+
+SPECIAL_SIZES = [0, 1, 15, 16, 17, 24, 4096, 3072, 64512, 65535, 65536, 65537, 1 << 20, 1 << 32,
+                 0xfffff000, 1 << 43, (1 << 43) + 1, (1 << 63) - 1, 2**64 - 4096, 2**64 - 1]
+SPECIAL_ALIGNS = [3, 24, 4097, 6144, 1 << 40, 1 << 63, 2**64 - 1, 12288]
+
+
+def size16(n):
+    """The 16-bit encoding of size n (exact)."""
+    if n < 64:
+        return n
+    if n < 1024:
+        return 1 << 13 | n
+    if n < 8192:
+        return 2 << 13 | n
+    if n % 4096 == 0 and n // 4096 < 1024:
+        return 5 << 13 | n // 4096
+    if n % 8 == 0 and n // 8 < 8192:
+        return 3 << 13 | n // 8
+    if n % 64 == 0 and n // 64 < 8192:
+        return 4 << 13 | n // 64
+    if n in SPECIAL_SIZES:
+        return 7 << 13 | SPECIAL_SIZES.index(n)
+    raise ValueError("no exact encoding for size %d" % n)
+
+
+def align8(a, second_heap=False):
+    if a == 0:
+        v = 0
+    elif a in SPECIAL_ALIGNS:
+        v = 24 + SPECIAL_ALIGNS.index(a)
+    else:
+        assert a & (a - 1) == 0 and a <= 1 << 22, a
+        v = a.bit_length()
+    return v | (0x80 if second_heap else 0)
+
+
+def u16(x):
+    return bytes([x & 0xff, x >> 8 & 0xff])
+
+
+def shape(max_half_mib=16, region_log=4, no_os=False, large_log=4, retain_log=2):
+    """max_bytes = max_half_mib * 512 KiB; region = 16 KiB << region_log; threshold = 4 KiB <<
+    large_log (4 = 64 KiB, the default); retain = 32 KiB << retain_log."""
+    return bytes([(max_half_mib - 1) | region_log << 4 | (0x80 if no_os else 0),
+                  large_log | retain_log << 3])
+
+
+def alloc(slot, size, align=0, second=False):
+    return bytes([OP_ALLOC, slot]) + u16(size16(size)) + bytes([align8(align, second)])
+
+
+def calloc(slot, count_byte, size, align=0):
+    return bytes([OP_CALLOC, slot, count_byte]) + u16(size16(size)) + bytes([align8(align)])
+
+
+def realloc(slot, size, null_heap=False, second=False):
+    return bytes([OP_REALLOC, slot]) + u16(size16(size)) + bytes([(1 if null_heap else 0) | (2 if second else 0)])
+
+
+def free(slot):
+    return bytes([OP_FREE, slot])
+
+
+def add_region(offset128, len128, misalign=0):
+    return bytes([OP_ADD_REGION]) + u16(offset128) + u16(len128) + bytes([misalign])
+
+
+def check():
+    return bytes([OP_CHECK])
+
+
+def trim(keep64k):
+    return bytes([OP_TRIM, keep64k])
+
+
+def os_fail(n):
+    return bytes([OP_OS_FAIL, n - 1])
+
+
+def misuse(kind, slot, offset=0):
+    return bytes([OP_MISUSE, kind, slot]) + u16(offset)
+
+
+def alloc_run(slot, count, size, align=0, second=False):
+    return bytes([OP_ALLOC_RUN, slot, count]) + u16(size16(size)) + bytes([align8(align, second)])
+
+
+def free_run(slot, count, stride=1):
+    return bytes([OP_FREE_RUN, slot, count, stride - 1])
+
+
+def heap_ops_seeds():
+    s = {}
+    # The seed scenario (README, rpbench): runs of one aligned shape, no frees, then churn.
+    s["seed-4096x4096"] = (shape(16) + alloc_run(0, 250, 4096, 4096) + check() +
+                           free_run(0, 125, 2) + alloc_run(0, 250, 4096, 4096) + check())
+    s["seed-3072x1024"] = (shape(16) + alloc_run(0, 250, 3072, 1024) + check() +
+                           free_run(1, 125, 2) + alloc_run(1, 125, 3072, 1024) + check() +
+                           free_run(0, 250) + check())
+    s["seed-64512x4096"] = shape(16, large_log=5) + alloc_run(0, 100, 64512, 4096) + check() + free_run(0, 100, 3)
+    mixed = [(4096, 4096), (3072, 1024), (100, 64), (16384, 16384), (64512, 4096), (200, 16),
+             (65536, 65536), (24, 0)]
+    s["seed-mixed"] = shape(16) + b"".join(alloc_run(i * 30, 30, sz, al) for i, (sz, al) in enumerate(mixed)) + \
+        check() + free_run(0, 240, 7) + b"".join(alloc_run(i * 30 + 5, 10, sz, al) for i, (sz, al) in
+                                                 enumerate(reversed(mixed))) + check()
+    # Small blocks: splits, exact classes, coalescing with both neighbours, the spare span.
+    small = b"".join(alloc(i, sz) for i, sz in enumerate([0, 1, 16, 17, 24, 32, 48, 100, 500, 511, 512, 513,
+                                                          1000, 2048, 4000, 8000]))
+    s["seed-small-coalesce"] = (shape(4) + small + free(3) + free(5) + free(4) + check() + free(1) + free(0) +
+                                free(2) + free_run(6, 10) + check() + small + check())
+    # Alignment from 1 byte to 4 MiB, invalid alignments, huge ones.
+    s["seed-alignments"] = (shape(16) + b"".join(alloc(i, 100 + 37 * i, 1 << i) for i in range(0, 23)) + check() +
+                            b"".join(alloc(30 + i, 64, a) for i, a in enumerate(SPECIAL_ALIGNS)) +
+                            free_run(0, 23, 2) + b"".join(alloc(40 + i, 3000, 1 << (i + 5)) for i in range(8)) + check())
+    # Out of memory on a 512 KiB cap, then recovery.
+    s["seed-oom"] = (shape(1, region_log=0) + alloc_run(0, 40, 65536) + check() + alloc(50, 1 << 20) +
+                     alloc(51, 1 << 43) + alloc(52, 2**64 - 1) + free_run(0, 40, 2) + alloc_run(60, 20, 3072, 1024) +
+                     check())
+    # Heap without OS memory: caller regions only (misaligned, too small, overlapping).
+    s["seed-regions"] = (shape(4, no_os=True) + alloc(0, 100) + add_region(0, 2048, 5) + alloc_run(1, 40, 3072, 1024) +
+                         add_region(100, 1024) + add_region(4096, 10) + add_region(8192, 8192, 0x43) +
+                         alloc(60, 200000, 4096) + check() + misuse(4, 0, 0) + free_run(1, 40) + check())
+    s["seed-regions-os"] = (shape(2) + add_region(0, 4096) + alloc_run(0, 60, 20000) + alloc_run(60, 30, 4096, 4096) +
+                            check() + free_run(0, 90) + trim(0) + check())
+    # realloc: shrink and grow in place, moves, across the tier boundary, into another heap.
+    s["seed-realloc"] = (shape(16) + alloc(0, 100) + alloc(1, 100) + realloc(0, 50) + realloc(0, 400) + free(1) +
+                         realloc(0, 2000) + realloc(0, 70016) + realloc(0, 200000) + realloc(0, 5000) +
+                         realloc(0, 0) + realloc(2, 300) + realloc(2, 64512, null_heap=True) +
+                         realloc(2, 100, second=True) + alloc(3, 4096, 4096) + realloc(3, 12288) + realloc(3, 4096) +
+                         realloc(3, 2**64 - 1) + realloc(4, 1 << 32) + check())
+    s["seed-calloc"] = (shape(8) + calloc(0, 10, 100) + calloc(1, 3, 65536) + calloc(2, 0, 100) +
+                        calloc(3, 0xf7, 1 << 32) + calloc(4, 0xf9, 16) + calloc(5, 2, 4096, 4096) +
+                        calloc(6, 7, 24, 3) + check())
+    # Retention and trimming: free page memory beyond retain_bytes goes back to the OS.
+    s["seed-retain-trim"] = (shape(16, region_log=2, retain_log=0) + alloc_run(0, 30, 200000) + free_run(0, 30) +
+                             check() + alloc_run(0, 10, 65536) + free_run(0, 10) + trim(0) + trim(2) + check())
+    # The OS refusing: region maps, unmaps and madvise fail one at a time.
+    s["seed-os-fail"] = (shape(16, region_log=0, retain_log=0) + os_fail(1) + alloc(0, 100032) + alloc(1, 100032) +
+                         os_fail(1) + free(1) + os_fail(2) + alloc_run(2, 8, 300032) + free_run(2, 8) +
+                         os_fail(1) + trim(0) + check())
+    # Misuse, each kind once: double free, interior free / realloc / usable size, foreign
+    # pointers, region metadata, forged header, a region over live memory.
+    s["seed-misuse"] = (shape(8) + add_region(0, 1024) + alloc(0, 1000) + alloc(1, 70016) + alloc(2, 300) + free(2) +
+                        misuse(0, 0, 0) + misuse(1, 0, 40) + misuse(1, 1, 4095) + misuse(2, 0, 33) +
+                        misuse(2, 1, 64) + misuse(3, 0, 0) + misuse(3, 0, 1) + misuse(3, 0, 2) + misuse(3, 0, 3) +
+                        misuse(4, 0, 0) + misuse(5, 0, 3) + misuse(6, 0) + misuse(6, 1) + free(1) +
+                        misuse(0, 0, 1) + check())
+    return s
+
+
+def options_seeds():
+    s = {}
+    s["seed-empty"] = b""
+    s["seed-all-keys"] = (b"cache_bytes=512K:retain_bytes=64M:stats=1:poison=off:alloc_fill=0xaa:free_fill=85:"
+                          b"quarantine_bytes=1G:backtrace_depth=32:check_interval=1000:on_error=continue:"
+                          b"leak_report=yes:report_path=/tmp/rampart.%p.log:dump_signal=SIGUSR2:"
+                          b"dump_at_exit=true:dump_path=/tmp/heap.%p.%n.rpd")
+    s["seed-bad-values"] = (b"cache_bytes=-1:retain_bytes=1T:stats=2:poison=maybe:alloc_fill=256:backtrace_depth=65:"
+                            b"check_interval=0x:on_error=ignore:dump_signal=SIGKILL:dump_signal=65:report_path=:"
+                            b"nokey:=5:unknown=1::quarantine_bytes=18446744073709551616")
+    s["seed-case-and-signals"] = b"STATS=On:Dump_Signal=usr1:dump_signal=SIGhup:dump_signal=10:ON_ERROR=ABORT"
+    s["seed-limits"] = (b"cache_bytes=4G:cache_bytes=4294967297:retain_bytes=65536G:quarantine_bytes=1024G:"
+                        b"check_interval=18446744073709551615:free_fill=0xFF:backtrace_depth=0")
+    s["seed-path-control"] = b"dump_path=a\x01b:report_path=" + b"x" * 300 + b":report_path=ok\x7f"
+    return s
+
+
+def main():
+    check_only = "--check" in sys.argv[1:]
+    stale = []
+    for target, seeds in (("heap_ops", heap_ops_seeds()), ("options", options_seeds())):
+        d = os.path.join(HERE, "corpus", target)
+        os.makedirs(d, exist_ok=True)
+        for name, data in sorted(seeds.items()):
+            path = os.path.join(d, name)
+            if check_only:
+                if not os.path.exists(path) or open(path, "rb").read() != data:
+                    stale.append(path)
+            else:
+                with open(path, "wb") as f:
+                    f.write(data)
+    if stale:
+        print("out of date (run fuzz/seeds.py):", *stale, sep="\n  ")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,155 @@
+/* Core bugs the fuzz harnesses found, pinned as plain tests (the inputs themselves are in
+ * fuzz/regressions/, replayed by //fuzz:heap_ops):
+ *
+ *  1. A block freed next to a free block is merged into it and keeps its old header (valid,
+ *     not FREE). Freeing, resizing or measuring that pointer again was reported as a
+ *     "corrupted-block-header" naming the neighbour — or, once the memory in front had been
+ *     split again, taken as a live block. It is a double free (an invalid free once the
+ *     memory is allocated again) and must be reported as such, naming the pointer.
+ *     (fuzz/regressions/heap_ops/stale-free-after-resplit)
+ *  2. When the OS refused to trim the alignment slack of a new region, the heap kept the
+ *     larger mapping and went over its max_bytes cap. */
+#include <errno.h>
+#include <stdint.h>
+
+#include "rampart.h"
+#include "src/os.h"
+#include "testing.h"
+
+static struct {
+    int count;
+    rp_error_kind kind;
+    const void *address;
+} seen;
+
+static void capture(const rp_report *r, void *arg)
+{
+    (void)arg;
+    seen.count++;
+    seen.kind = r->kind;
+    seen.address = r->address;
+}
+
+/* Exactly one report since the last call, of kind `kind`, about p. */
+static int reported(rp_error_kind kind, const void *p)
+{
+    int ok = seen.count == 1 && seen.kind == kind && seen.address == p;
+    if (!ok)
+        fprintf(stderr, "  got %d report(s), last %s about %p\n", seen.count, rp_error_kind_name(seen.kind),
+                seen.address);
+    seen.count = 0;
+    return ok;
+}
+
+/* a, b, c adjacent 128-byte blocks (100 requested) at the start of a fresh span; a and then b
+ * freed, so b is merged into a's free block and its own header is a leftover. */
+static rp_heap *merged_pair(char **a, char **b)
+{
+    rp_heap *h = rp_heap_create(NULL);
+    REQUIRE(h);
+    *a = rp_alloc(h, 100, 0);
+    *b = rp_alloc(h, 100, 0);
+    char *c = rp_alloc(h, 100, 0);
+    REQUIRE(*a && *b && c && *b == *a + 128 && c == *b + 128);
+    rp_free(*a);
+    rp_free(*b);
+    CHECK_HEAP(h);
+    return h;
+}
+
+static void test_second_free_after_merge(void)
+{
+    char *a, *b;
+    rp_heap *h = merged_pair(&a, &b);
+    rp_free(b);
+    CHECK(reported(RP_ERR_DOUBLE_FREE, b));
+    errno = 0;
+    CHECK(rp_realloc(h, b, 10) == NULL && errno == EINVAL);
+    CHECK(reported(RP_ERR_DOUBLE_FREE, b));
+    CHECK(rp_usable_size(b) == 0);
+    CHECK(reported(RP_ERR_DOUBLE_FREE, b));
+    CHECK(rp_heap_of(b) == NULL);
+    CHECK_HEAP(h);
+    rp_heap_destroy(h);
+}
+
+static void test_second_free_after_resplit(void)
+{
+    char *a, *b;
+    rp_heap *h = merged_pair(&a, &b);
+    /* 80 bytes carved from the front of the merged block: the free rest starts before b. */
+    char *d = rp_alloc(h, 50, 0);
+    REQUIRE(d == a);
+    rp_free(b);
+    CHECK(reported(RP_ERR_DOUBLE_FREE, b));
+    errno = 0;
+    CHECK(rp_realloc(h, b, 1000) == NULL && errno == EINVAL);
+    CHECK(reported(RP_ERR_DOUBLE_FREE, b));
+    CHECK_HEAP(h);
+    rp_free(d);
+    CHECK(seen.count == 0);
+    CHECK_HEAP(h);
+    rp_heap_destroy(h);
+}
+
+static void test_free_inside_reused_memory(void)
+{
+    char *a, *b;
+    rp_heap *h = merged_pair(&a, &b);
+    /* 224 bytes from the merged block: b's old header is now inside d (d never writes it). */
+    char *d = rp_alloc(h, 200, 0);
+    REQUIRE(d == a);
+    rp_heap_stats_t before, after;
+    rp_heap_stats(h, &before);
+    rp_free(b);
+    CHECK(reported(RP_ERR_INVALID_FREE, b));
+    rp_heap_stats(h, &after);
+    CHECK(after.blocks_in_use == before.blocks_in_use && after.free_calls == before.free_calls);
+    CHECK(rp_usable_size(d) >= 200);
+    CHECK_HEAP(h);
+    rp_heap_destroy(h);
+}
+
+static void test_cap_kept_when_trim_fails(void)
+{
+    rp_heap_config cfg = {0};
+    cfg.region_bytes = (size_t)64 << 10;
+    rp_heap *probe = rp_heap_create(&cfg);
+    REQUIRE(probe);
+    rp_heap_stats_t st;
+    rp_heap_stats(probe, &st);
+    size_t control = st.os_bytes;
+    REQUIRE(rp_alloc(probe, 100, 0));
+    rp_heap_stats(probe, &st);
+    size_t one_region = st.os_bytes - control; /* 16 pages and their descriptors */
+    rp_heap_destroy(probe);
+
+    /* Room for exactly one such region. */
+    cfg.max_bytes = control + one_region;
+    rp_heap *h = rp_heap_create(&cfg);
+    REQUIRE(h);
+    rp_os_fail_at(2); /* the region's mmap succeeds, trimming its alignment slack fails */
+    void *p = rp_alloc(h, 100, 0);
+    rp_os_fail_at(0);
+    rp_heap_stats(h, &st);
+    CHECKF(st.os_bytes_peak <= cfg.max_bytes, "peak %zu over the cap %zu", st.os_bytes_peak, cfg.max_bytes);
+    if (!p) {
+        CHECK(errno == ENOMEM);
+        p = rp_alloc(h, 100, 0); /* the OS behaves again: the region fits */
+    }
+    CHECK(p != NULL);
+    rp_heap_stats(h, &st);
+    CHECK(st.os_bytes_peak <= cfg.max_bytes);
+    CHECK_HEAP(h);
+    rp_heap_destroy(h);
+}
+
+int main(void)
+{
+    rp_set_report_fn(capture, NULL, NULL);
+    test_second_free_after_merge();
+    test_second_free_after_resplit();
+    test_free_inside_reused_memory();
+    test_cap_kept_when_trim_fails();
+    TEST_MAIN_END();
+}
