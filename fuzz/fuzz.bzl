@@ -1,6 +1,6 @@
 """cc_fuzz_test: one fuzz harness, three build products.
 
-    cc_fuzz_test(name, srcs, deps, corpus, **kwargs)
+    cc_fuzz_test(name, srcs, deps, corpus, fuzzer_args = [], **kwargs)
 
   <name>           cc_test: replays every input of the corpus and of fuzz/regressions/<name>
                    through LLVMFuzzerTestOneInput (fuzz/replay_main.c). Runs under gcc in every
@@ -13,19 +13,23 @@
                    .clusterfuzzlite/build.sh read because they build without Bazel.
 
 corpus is a directory of this package (e.g. "corpus/heap_ops"); several targets may share one.
+fuzzer_args are libFuzzer flags every campaign uses (e.g. "-max_len=2048"); they go into the
+manifest, so tools/fuzz.sh passes them and .clusterfuzzlite/build.sh writes <name>.options.
 """
 
 load("@rules_cc//cc:defs.bzl", "cc_binary", "cc_test")
 
 FuzzSourcesInfo = provider(
-    doc = "C sources, defines and link options of a target and its cc deps.",
-    fields = ["srcs", "defines", "linkopts"],
+    doc = "C sources, defines and link options of a target and its cc deps; all their files.",
+    fields = ["srcs", "defines", "linkopts", "files"],
 )
 
 def _sources_aspect_impl(target, ctx):
     srcs = []
-    for s in getattr(ctx.rule.attr, "srcs", []):
-        srcs += [f for f in s.files.to_list() if f.extension == "c"]
+    files = []
+    for s in getattr(ctx.rule.attr, "srcs", []) + getattr(ctx.rule.attr, "hdrs", []):
+        files += s.files.to_list()
+    srcs = [f for f in files if f.extension == "c"]
     deps = getattr(ctx.rule.attr, "deps", [])
     actual = getattr(ctx.rule.attr, "actual", None)
     if actual:
@@ -35,6 +39,7 @@ def _sources_aspect_impl(target, ctx):
         srcs = depset(srcs, transitive = [t.srcs for t in trans]),
         defines = depset(getattr(ctx.rule.attr, "defines", []), transitive = [t.defines for t in trans]),
         linkopts = depset(getattr(ctx.rule.attr, "linkopts", []), transitive = [t.linkopts for t in trans]),
+        files = depset(files, transitive = [t.files for t in trans]),
     )]
 
 _sources_aspect = aspect(
@@ -46,8 +51,10 @@ def _manifest_impl(ctx):
     srcs = []
     defines = []
     linkopts = []
+    files = []
     for d in ctx.attr.deps:
         info = d[FuzzSourcesInfo]
+        files.append(info.files)
         srcs += info.srcs.to_list()
         defines += info.defines.to_list()
         linkopts += info.linkopts.to_list()
@@ -55,12 +62,16 @@ def _manifest_impl(ctx):
     lines += ["name " + ctx.attr.target]
     lines += ["corpus " + ctx.label.package + "/" + ctx.attr.corpus]
     lines += ["harness " + f.path for f in ctx.files.harness]
+    lines += ["arg " + a for a in ctx.attr.fuzzer_args]
     lines += ["src " + p for p in sorted({f.path: 1 for f in srcs}.keys())]
     lines += ["define " + d for d in sorted({d: 1 for d in defines}.keys())]
     lines += ["linkopt " + o for o in sorted({o: 1 for o in linkopts}.keys())]
     out = ctx.actions.declare_file(ctx.label.name + ".txt")
     ctx.actions.write(out, "\n".join(lines) + "\n")
-    return [DefaultInfo(files = depset([out]), runfiles = ctx.runfiles(files = [out]))]
+    # Runfiles: the manifest and every source and header it names (tests over the sources,
+    # such as //fuzz:mutants_apply_test, reach them this way whatever their visibility).
+    runfiles = ctx.runfiles(files = [out] + ctx.files.harness, transitive_files = depset(transitive = files))
+    return [DefaultInfo(files = depset([out]), runfiles = runfiles)]
 
 _fuzz_manifest = rule(
     implementation = _manifest_impl,
@@ -68,11 +79,12 @@ _fuzz_manifest = rule(
         "target": attr.string(),
         "corpus": attr.string(),
         "harness": attr.label_list(allow_files = [".c"]),
+        "fuzzer_args": attr.string_list(),
         "deps": attr.label_list(aspects = [_sources_aspect]),
     },
 )
 
-def cc_fuzz_test(name, srcs, deps, corpus, **kwargs):
+def cc_fuzz_test(name, srcs, deps, corpus, fuzzer_args = [], **kwargs):
     """Declares <name> (replay test), <name>_fuzzer (libFuzzer) and the manifest targets."""
     inputs = native.glob([corpus + "/**", "regressions/" + name + "/**"], exclude = ["**/README*"])
     if not inputs:
@@ -105,6 +117,7 @@ def cc_fuzz_test(name, srcs, deps, corpus, **kwargs):
         target = name,
         corpus = corpus,
         harness = srcs,
+        fuzzer_args = fuzzer_args,
         deps = deps,
     )
     native.sh_test(

@@ -35,7 +35,10 @@
 #include "fuzz/fuzz_input.h"
 #include "rampart.h"
 #include "src/block.h"
+#include "src/free_index.h"
+#include "src/heap.h"
 #include "src/os.h"
+#include "src/page_tier.h"
 #include "src/pagemap.h"
 #include "src/region.h"
 
@@ -525,11 +528,14 @@ enum {
     OP_MISUSE,     /* kind8, slot, offset16 */
     OP_ALLOC_RUN,  /* first slot, count8, size16, align8: the seed scenario's runs of one shape */
     OP_FREE_RUN,   /* first slot, count8, stride8 */
+    OP_CORRUPT,    /* kind8, sel16, x8: damage one structure, rp_heap_check must say so, repair */
+    OP_EDGES,      /* argument edge cases of the API (NULL heaps, bad configs, bad arguments) */
     OP_COUNT
 };
 
 static const char *const op_names[OP_COUNT] = {"alloc", "calloc", "realloc", "free", "add-region", "check",
-                                               "trim", "os-fail", "misuse", "alloc-run", "free-run"};
+                                               "trim", "os-fail", "misuse", "alloc-run", "free-run",
+                                               "corrupt", "edges"};
 
 static void do_alloc(int s, int heap, size_t size, size_t align)
 {
@@ -883,6 +889,306 @@ static void do_misuse(uint8_t kind, int s, uint16_t offset)
     }
 }
 
+
+/* ---- damage the checker must find ---------------------------------------------------------
+ *
+ * OP_CORRUPT changes one thing an invariant of the core speaks about (a header field, a
+ * free-list link, a bitmap bit, a counter, a page descriptor, a page-tier link, an address-map
+ * entry, a region's magic, the spare span), checks that rp_heap_check fails naming an
+ * invariant and that walking the damaged heap neither crashes nor hangs, then puts the bytes
+ * back and checks that the heap is whole again. Each change is one no invariant can miss. */
+
+typedef struct saved_bytes {
+    volatile unsigned char *at;
+    size_t len;
+    unsigned char bytes[32];
+} saved_bytes;
+
+static saved_bytes saved[2];
+static int nsaved;
+
+/* Remembers len bytes at p before they are changed (the debug runtime may poison them). */
+RP_NO_SANITIZE_ADDRESS static void save_bytes(void *p, size_t len)
+{
+    saved_bytes *b = &saved[nsaved++];
+    b->at = p;
+    b->len = len;
+    for (size_t i = 0; i < len; i++)
+        b->bytes[i] = b->at[i];
+}
+
+RP_NO_SANITIZE_ADDRESS static void restore_bytes(void)
+{
+    while (nsaved > 0) {
+        saved_bytes *b = &saved[--nsaved];
+        for (size_t i = 0; i < b->len; i++)
+            b->at[i] = b->bytes[i];
+    }
+}
+
+RP_NO_SANITIZE_ADDRESS static void xor_u32(uint32_t *p, uint32_t x)
+{
+    save_bytes(p, sizeof *p);
+    *(volatile uint32_t *)p ^= x;
+}
+
+RP_NO_SANITIZE_ADDRESS static void set_ptr(void *slot, void *value)
+{
+    save_bytes(slot, sizeof value);
+    *(void *volatile *)slot = value;
+}
+
+static void add_size(size_t *p, size_t delta)
+{
+    save_bytes(p, sizeof *p);
+    *p += delta;
+}
+
+/* The header of a live span block of heap k (from slot `from` on), or NULL. */
+static rp_block *live_span_header(int k, unsigned from)
+{
+    for (unsigned i = 0; i < NSLOTS; i++) {
+        block *b = &S.slots[(from + i) % NSLOTS];
+        if (!b->p || b->heap != k)
+            continue;
+        rp_region *r = rp_pagemap_lookup(b->p);
+        if (!r || (uintptr_t)b->p < r->base)
+            continue;
+        rp_page *d = rp_page_of(r, b->p);
+        if (d->state == RP_PAGE_SPAN || d->state == RP_PAGE_SPAN_TAIL)
+            return rp_block_of_user(b->p);
+    }
+    return NULL;
+}
+
+/* The head of the lowest non-empty free-index class, or NULL. */
+static rp_block *some_free_block(rp_heap *h)
+{
+    if (!h->index.fl_bitmap)
+        return NULL;
+    unsigned fl = rp_ctz(h->index.fl_bitmap);
+    return h->index.heads[fl][rp_ctz(h->index.sl_bitmap[fl])];
+}
+
+static rp_region *some_region(rp_heap *h, unsigned sel)
+{
+    size_t n = 0;
+    for (rp_region *r = h->regions; r; r = r->next)
+        n++;
+    if (!n)
+        return NULL;
+    rp_region *r = h->regions;
+    for (size_t i = sel % n; i > 0; i--)
+        r = r->next;
+    return r;
+}
+
+/* The sel-th head descriptor of region r (heads tile the page area, invariant D1). */
+static rp_page *some_head(rp_region *r, unsigned sel)
+{
+    size_t heads = 0;
+    for (size_t i = 0; i < r->npages; i += r->pages[i].npages ? r->pages[i].npages : 1)
+        heads++;
+    size_t want = sel % heads;
+    for (size_t i = 0; i < r->npages; i += r->pages[i].npages ? r->pages[i].npages : 1)
+        if (want-- == 0)
+            return &r->pages[i];
+    return NULL;
+}
+
+static int count_blocks(const rp_block_info *info, void *arg)
+{
+    (void)info;
+    ++*(size_t *)arg;
+    return 0;
+}
+
+static int is_invariant_tag(const char *why)
+{
+    /* "K1: ...", "R3/H3: ...", "I5: ..." */
+    const char *c = why;
+    while (*c >= 'A' && *c <= 'Z' && c[1] >= '0' && c[1] <= '9') {
+        c += 2;
+        while (*c >= '0' && *c <= '9')
+            c++;
+        if (*c != '/')
+            break;
+        c++;
+    }
+    return c != why && *c == ':';
+}
+
+/* Applies damage `kind`; returns 0 when the heap has nothing of that kind to damage. */
+static int damage(heap_model *m, unsigned kind, unsigned sel, uint8_t x)
+{
+    rp_heap *h = m->h;
+    int k = (int)(m - S.heaps);
+    uint32_t flip = (uint32_t)(x | 1) << (8 * (sel & 3));
+    switch (kind) {
+    case 0: { /* a header field of a live span block, not resealed: K1 */
+        rp_block *b = live_span_header(k, sel);
+        if (!b)
+            return 0;
+        uint32_t *fields = (uint32_t *)b;
+        xor_u32(&fields[(sel >> 2) & 3], flip);
+        return 1;
+    }
+    case 1: { /* a header field of a free block: I3 */
+        rp_block *b = some_free_block(h);
+        if (!b)
+            return 0;
+        xor_u32(&((uint32_t *)b)[(sel >> 2) & 3], flip);
+        return 1;
+    }
+    case 2: { /* a free-list link: the head's prev, or a next that loops: I4 */
+        rp_block *b = some_free_block(h);
+        if (!b)
+            return 0;
+        if (x & 1)
+            set_ptr(&rp_links(b)->prev, b);
+        else
+            set_ptr(&rp_links(b)->next, b);
+        return 1;
+    }
+    case 3: /* a bitmap bit: I1 or I2 */
+        if (x & 1)
+            xor_u32(&h->index.fl_bitmap, 1u << (sel % RP_FL_COUNT));
+        else
+            xor_u32(&h->index.sl_bitmap[sel % RP_FL_COUNT], 1u << ((sel >> 5) % RP_SL_COUNT));
+        return 1;
+    case 4: { /* a counter the checker recounts: H1, H2, H3, I5, B4, D4 */
+        rp_region *r = some_region(h, sel);
+        size_t *counters[] = {&h->blocks_in_use, &h->bytes_in_use, &h->bytes_usable, &h->spans, &h->span_bytes,
+                              &h->large_blocks, &h->nregions, &h->region_bytes, &h->index.free_blocks,
+                              &h->index.free_bytes, &h->index.class_blocks[(sel >> 4) % RP_FL_COUNT],
+                              &h->pages.free_pages, &h->pages.blocks[(sel >> 4) % RP_ORDERS],
+                              r ? &r->free_pages : &h->pages.free_pages};
+        add_size(counters[sel % (sizeof counters / sizeof counters[0])], (size_t)(x | 1));
+        return 1;
+    }
+    case 5: { /* a head page descriptor: its state, its length or its region: D1..D5, B2 */
+        rp_region *r = some_region(h, sel);
+        rp_page *d = r ? some_head(r, sel >> 4) : NULL;
+        if (!d)
+            return 0;
+        switch (x % 3) {
+        case 0:
+            save_bytes(&d->state, 1);
+            d->state = (uint8_t)((d->state + 1 + (x >> 2) % 5) % 6);
+            break;
+        case 1:
+            save_bytes(&d->npages, sizeof d->npages);
+            d->npages += 1 + (x >> 2);
+            break;
+        default:
+            set_ptr(&d->region, (char *)d->region + 64);
+            break;
+        }
+        return 1;
+    }
+    case 6: { /* the page tier's lists: a wrong prev link or a nonempty bit: B1, B2 */
+        if (x & 1) {
+            save_bytes(&h->pages.nonempty, sizeof h->pages.nonempty);
+            h->pages.nonempty ^= (uint64_t)1 << (sel % RP_ORDERS);
+            return 1;
+        }
+        if (!h->pages.nonempty)
+            return 0;
+        rp_page *d = h->pages.lists[rp_ctz(h->pages.nonempty)];
+        set_ptr(&d->u.free.prev, d);
+        return 1;
+    }
+    case 7: { /* an address-map entry of a region's page: M1 */
+        rp_region *r = some_region(h, sel);
+        if (!r)
+            return 0;
+        uintptr_t page = (r->base >> RP_PM_PAGE_SHIFT) + (sel >> 4) % r->npages;
+        rp_pm_leaf *leaf = rp_pm_root[page >> RP_PM_LEAF_BITS];
+        set_ptr(&(*leaf)[page & (RP_PM_LEAF_ENTRIES - 1)], NULL);
+        return 1;
+    }
+    case 8: { /* a region's magic: R2 */
+        rp_region *r = some_region(h, sel);
+        if (!r)
+            return 0;
+        save_bytes(&r->magic, sizeof r->magic);
+        r->magic ^= (uint64_t)(x | 1) << 8;
+        return 1;
+    }
+    case 9: { /* the spare span names a live block: H4 */
+        rp_block *b = live_span_header(k, sel);
+        if (!b)
+            return 0;
+        set_ptr(&h->spare_span, b);
+        return 1;
+    }
+    default: { /* a live block marked free or its PREV_FREE bit flipped, resealed: K4, K5, K6 */
+        rp_block *b = live_span_header(k, sel);
+        if (!b)
+            return 0;
+        save_bytes(b, sizeof *b);
+        rp_block_write(h->secret, b, b->prev_size, b->size, b->bits ^ ((x & 1) ? RP_HDR_FREE : RP_HDR_PREV_FREE));
+        return 1;
+    }
+    }
+}
+
+static void do_corrupt(uint8_t kind, uint16_t sel, uint8_t x)
+{
+    heap_model *m = &S.heaps[(sel >> 15) && S.heaps[1].h ? 1 : 0];
+    nsaved = 0;
+    if (!damage(m, kind % 11, sel, x))
+        return;
+    char why[256];
+    int bad = rp_heap_check(m->h, why, sizeof why);
+    size_t blocks = 0;
+    int walked = rp_heap_walk(m->h, count_blocks, &blocks); /* must return, whatever it finds */
+    restore_bytes();
+    TRACE("  damage %u: check says \"%s\", walk %d\n", kind % 11, why, walked);
+    EXPECT(bad, "rp_heap_check missed damage of kind %u (sel %u, x %u)", kind % 11, sel, x);
+    EXPECT(DEBUG_FLAVOUR || is_invariant_tag(why), "rp_heap_check's message names no invariant: \"%s\"", why);
+    EXPECT(walked == 0 || walked == -1, "rp_heap_walk on a damaged heap returned %d", walked);
+    if (rp_heap_check(m->h, why, sizeof why) != 0)
+        fuzz_fail("the heap is not whole after the damage was undone: %s", why);
+}
+
+/* ---- argument edge cases ------------------------------------------------------------------ */
+
+static void do_edges(void)
+{
+    static const rp_heap_config bad[] = {
+        {.large_threshold = 4095}, {.large_threshold = ((size_t)256 << 20) + 1}, {.flags = 2},
+        {.region_bytes = (size_t)1 << 40},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        errno = 0;
+        rp_heap *h = rp_heap_create(&bad[i]);
+        EXPECT(!h && errno == EINVAL, "rp_heap_create accepted bad configuration %zu", i);
+    }
+    rp_heap *h = S.heaps[0].h;
+    errno = 0;
+    EXPECT(rp_heap_add_region(NULL, arena, 65536) == -1 && errno == EINVAL, "add_region(NULL heap)");
+    EXPECT(rp_heap_add_region(h, NULL, 65536) == -1 && errno == EINVAL, "add_region(NULL base)");
+    EXPECT(rp_heap_add_region(h, arena, 0) == -1 && errno == EINVAL, "add_region(len 0)");
+    EXPECT(rp_heap_add_region(h, (void *)(UINTPTR_MAX - 4095), 8192) == -1 && errno == EINVAL, "add_region wraps");
+    EXPECT(rp_heap_walk(h, NULL, NULL) == -1 && errno == EINVAL, "rp_heap_walk(NULL callback)");
+    EXPECT(rp_heap_stats(h, NULL) == -1 && errno == EINVAL, "rp_heap_stats(NULL)");
+    EXPECT(strcmp(rp_heap_name(NULL), "(null)") == 0 && strcmp(rp_heap_name(h), "fuzz") == 0, "rp_heap_name");
+    EXPECT(rp_heap_of(NULL) == NULL && rp_usable_size(NULL) == 0, "NULL pointer queries");
+    EXPECT(strcmp(rp_flavour(), DEBUG_FLAVOUR ? "debug" : "release") == 0, "rp_flavour");
+    EXPECT(strcmp(rp_error_kind_name(RP_ERR_DOUBLE_FREE), "double-free") == 0 &&
+               strcmp(rp_error_kind_name((rp_error_kind)0), "unknown-error") == 0 &&
+               strcmp(rp_error_kind_name(RP_ERR_KIND_COUNT), "unknown-error") == 0,
+           "rp_error_kind_name");
+    rp_heap_destroy(NULL);
+    rp_heap_destroy(rp_default_heap()); /* ignored: the default heap stays */
+    EXPECT(rp_heap_check(NULL, NULL, 0) == 0, "the default heap fails its check");
+    void *old_arg;
+    rp_report_fn old = rp_set_report_fn(NULL, NULL, &old_arg);
+    EXPECT(old == capture_report, "the report function was replaced");
+    rp_set_report_fn(capture_report, old_arg, NULL);
+}
+
 /* ---- driver ------------------------------------------------------------------------------ */
 
 static void run(fuzz_input *in)
@@ -903,7 +1209,11 @@ static void run(fuzz_input *in)
     check_all();
 
     for (S.op = 0; S.op < MAX_OPS && fuzz_more(in); S.op++) {
-        uint8_t op = fuzz_u8(in) % OP_COUNT;
+        /* Low four bits: opcodes keep their meaning as operations are added (13..15 are
+         * free for new ones and do nothing yet), so corpora stay meaningful. */
+        uint8_t op = fuzz_u8(in) & 15;
+        if (op >= OP_COUNT)
+            continue;
         S.op_name = op_names[op];
         TRACE("op %lu %s\n", S.op, S.op_name);
         switch (op) {
@@ -973,6 +1283,15 @@ static void run(fuzz_input *in)
                 free_slot((s + i * stride) % NSLOTS);
             break;
         }
+        case OP_CORRUPT: {
+            uint8_t kind = fuzz_u8(in);
+            uint16_t sel = fuzz_u16(in);
+            do_corrupt(kind, sel, fuzz_u8(in));
+            break;
+        }
+        case OP_EDGES:
+            do_edges();
+            break;
         }
         check_all();
     }
@@ -1002,6 +1321,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     setenv("RAMPART_OPTIONS", "on_error=continue:report_path=/dev/null", 0);
     tracing = getenv("HEAP_OPS_TRACE") != NULL;
     rp_set_report_fn(capture_report, NULL, NULL);
+    /* OP_EDGES looks at the default heap; create it now, outside the per-input leak check. */
+    rp_default_heap();
     return 0;
 }
 

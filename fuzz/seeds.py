@@ -9,7 +9,7 @@ heap_ops input format (fuzz/heap_ops.c is the authority):
     shape0: bits 0-3 max_bytes = (v+1) * 512 KiB, bits 4-6 region_bytes = 16 KiB << v,
             bit 7 RP_HEAP_NO_OS
     shape1: bits 0-2 large_threshold = 4 KiB << v, bits 3-5 retain_bytes = 32 KiB << v
-    then operations: an opcode byte (taken modulo the number of operations) and its
+    then operations: an opcode byte (its low four bits; 13..15 do nothing yet) and its
     arguments, little-endian. A size is 16 bits: the top 3 bits pick a range (0: 0..63,
     1: 0..1023, 2: 0..8191, 3: x*8, 4: x*64, 5: whole pages, 6: around a page boundary,
     7: special values); an alignment byte is 0 (default), 1..23 for 2^(v-1), 24..31 for
@@ -21,7 +21,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 (OP_ALLOC, OP_CALLOC, OP_REALLOC, OP_FREE, OP_ADD_REGION, OP_CHECK, OP_TRIM, OP_OS_FAIL,
- OP_MISUSE, OP_ALLOC_RUN, OP_FREE_RUN) = range(11)
+ OP_MISUSE, OP_ALLOC_RUN, OP_FREE_RUN, OP_CORRUPT, OP_EDGES) = range(13)
 
 SPECIAL_SIZES = [0, 1, 15, 16, 17, 24, 4096, 3072, 64512, 65535, 65536, 65537, 1 << 20, 1 << 32,
                  0xfffff000, 1 << 43, (1 << 43) + 1, (1 << 63) - 1, 2**64 - 4096, 2**64 - 1]
@@ -113,6 +113,14 @@ def free_run(slot, count, stride=1):
     return bytes([OP_FREE_RUN, slot, count, stride - 1])
 
 
+def corrupt(kind, sel=0, x=0):
+    return bytes([OP_CORRUPT, kind]) + u16(sel) + bytes([x])
+
+
+def edges():
+    return bytes([OP_EDGES])
+
+
 def heap_ops_seeds():
     s = {}
     # The seed scenario (README, rpbench): runs of one aligned shape, no frees, then churn.
@@ -169,6 +177,13 @@ def heap_ops_seeds():
                         misuse(2, 1, 64) + misuse(3, 0, 0) + misuse(3, 0, 1) + misuse(3, 0, 2) + misuse(3, 0, 3) +
                         misuse(4, 0, 0) + misuse(5, 0, 3) + misuse(6, 0) + misuse(6, 1) + free(1) +
                         misuse(0, 0, 1) + check())
+    # Damage of every kind the checker must report (then repaired), on a heap with spans,
+    # free blocks, large blocks, a caller region and several OS regions.
+    setup = (shape(16, region_log=2) + add_region(0, 1024) + alloc_run(0, 20, 100) + alloc_run(20, 5, 70016) +
+             alloc_run(25, 10, 3072, 1024) + free_run(0, 20, 3) + free_run(20, 2))
+    s["seed-corrupt"] = setup + b"".join(corrupt(k, sel, x) for k in range(11)
+                                         for sel, x in ((0, 1), (0x1235, 0x42), (0x8007, 0x81))) + check()
+    s["seed-edges"] = shape(2) + alloc(0, 100) + edges() + free(0) + edges()
     return s
 
 

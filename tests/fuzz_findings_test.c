@@ -2,11 +2,12 @@
  * fuzz/regressions/, replayed by //fuzz:heap_ops):
  *
  *  1. A block freed next to a free block is merged into it and keeps its old header (valid,
- *     not FREE). Freeing, resizing or measuring that pointer again was reported as a
- *     "corrupted-block-header" naming the neighbour — or, once the memory in front had been
- *     split again, taken as a live block. It is a double free (an invalid free once the
- *     memory is allocated again) and must be reported as such, naming the pointer.
- *     (fuzz/regressions/heap_ops/stale-free-after-resplit)
+ *     not FREE). Freeing that pointer again was reported as a "corrupted-block-header" naming
+ *     the neighbour; rp_realloc of it resized the stale block in place, silently corrupting
+ *     the free block around it; rp_usable_size and rp_heap_of took it for a live block. It is
+ *     a double free (an invalid free once the memory is allocated again) and must be reported
+ *     as such, naming the pointer. (fuzz/regressions/heap_ops/stale-free-after-resplit and
+ *     stale-realloc-after-merge)
  *  2. When the OS refused to trim the alignment slack of a new region, the heap kept the
  *     larger mapping and went over its max_bytes cap. */
 #include <errno.h>

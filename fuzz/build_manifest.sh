@@ -1,0 +1,71 @@
+#!/bin/bash
+# Builds one fuzz target from its manifest (fuzz/manifests/<name>.txt) without Bazel, the way
+# OSS-Fuzz / ClusterFuzzLite do: every source compiled with $CC $CFLAGS, linked with
+# $LIB_FUZZING_ENGINE. Used by .clusterfuzzlite/build.sh and by tools/fuzz.sh (coverage
+# binaries, mutants), so all three build from the same source lists as Bazel.
+#
+#   CC=clang CFLAGS="-fsanitize=fuzzer-no-link,address" LIB_FUZZING_ENGINE=-fsanitize=fuzzer \
+#       fuzz/build_manifest.sh fuzz/manifests/heap_ops.txt OUT/heap_ops
+#
+# Run from the source root (or set SRC_ROOT). LIB_FUZZING_ENGINE may also name a .c file
+# (fuzz/replay_main.c) to build a plain replay binary. JOBS parallel compiles (default: cores).
+set -euo pipefail
+
+manifest=$1
+out=$2
+root=${SRC_ROOT:-.}
+: "${CC:=clang}"
+: "${CFLAGS:=}"
+: "${LIB_FUZZING_ENGINE:=-fsanitize=fuzzer}"
+jobs=${JOBS:-$(nproc 2>/dev/null || echo 2)}
+
+srcs=() defines=() linkopts=()
+while read -r key value; do
+    case "$key" in
+    harness | src) srcs+=("$value") ;;
+    define) defines+=("-D$value") ;;
+    linkopt) linkopts+=("$value") ;;
+    esac
+done <"$manifest"
+[ "${#srcs[@]}" -gt 0 ] || { echo "$manifest: no sources" >&2; exit 1; }
+
+objdir=$(mktemp -d "${TMPDIR:-/tmp}/rampart-fuzz-obj.XXXXXX")
+trap 'rm -rf "$objdir"' EXIT
+
+# The checker runs after every fuzz operation; comparison tracing inside it would cost most of
+# the run time and guides nothing (as in .bazelrc's --config=fuzz).
+checker_flags=""
+case "$CFLAGS" in *fuzzer* | *sanitize-coverage*) checker_flags="-fno-sanitize-coverage=trace-cmp" ;; esac
+
+compile() {
+    local src=$1 obj=$2 extra=""
+    [ "$src" = "src/check.c" ] && extra=$checker_flags
+    # shellcheck disable=SC2086 # CFLAGS is a list of flags
+    $CC $CFLAGS $extra -std=c11 -I"$root" -I"$root/src" "${defines[@]}" -c "$root/$src" -o "$obj"
+}
+objs=()
+pids=()
+for src in "${srcs[@]}"; do
+    obj="$objdir/$(echo "$src" | tr '/' '_').o"
+    objs+=("$obj")
+    compile "$src" "$obj" &
+    pids+=($!)
+    if [ "${#pids[@]}" -ge "$jobs" ]; then
+        wait "${pids[0]}"
+        pids=("${pids[@]:1}")
+    fi
+done
+for p in "${pids[@]}"; do wait "$p"; done
+
+engine=()
+case "$LIB_FUZZING_ENGINE" in
+*.c) engine=("$root/$LIB_FUZZING_ENGINE") ;;
+*) read -r -a engine <<<"$LIB_FUZZING_ENGINE" ;;
+esac
+# C objects, but the fuzzing engine may be C++ (libFuzzer): link with the C++ driver when the
+# engine is a library, as OSS-Fuzz expects ($CXX), else with $CC.
+linker=$CC
+case "$LIB_FUZZING_ENGINE" in *.a | *.o) linker=${CXX:-clang++} ;; esac
+mkdir -p "$(dirname "$out")"
+# shellcheck disable=SC2086
+$linker $CFLAGS "${objs[@]}" "${engine[@]}" "${linkopts[@]}" -o "$out"
