@@ -49,10 +49,13 @@ int rp_walk_locked(rp_heap *h, rp_block_visit visit, void *arg, char *why, size_
         for (size_t i = 0; i < r->npages;) {
             rp_page *d = &r->pages[i];
             size_t n = d->npages;
+            /* Before anything is derived from a head (a large block's user pointer goes to the
+             * debug runtime, which reads the memory before it): D1, D5 and the large-block
+             * layout of D2. */
             if ((d->state != RP_PAGE_FREE && d->state != RP_PAGE_LARGE && d->state != RP_PAGE_SPAN) || n == 0 ||
-                n > r->npages - i) {
+                n > r->npages - i || d->region != r || (d->state == RP_PAGE_LARGE && d->u.large.lead_pages >= n)) {
                 if (why)
-                    snprintf(why, len, "region %p: page %zu (%p) is not the head of a block (state %u, npages %u)",
+                    snprintf(why, len, "region %p: page %zu (%p) is not a valid block head (state %u, npages %u)",
                              (void *)r, i, (void *)rp_page_addr(r, d), d->state, d->npages);
                 return -1;
             }

@@ -9,12 +9,19 @@
  *     as such, naming the pointer. (fuzz/regressions/heap_ops/stale-free-after-resplit and
  *     stale-realloc-after-merge)
  *  2. When the OS refused to trim the alignment slack of a new region, the heap kept the
- *     larger mapping and went over its max_bytes cap. */
+ *     larger mapping and went over its max_bytes cap.
+ *  3. rp_heap_walk trusted a large block's page descriptor (its region pointer, its lead
+ *     pages) before checking it: on a damaged descriptor it computed a wild user pointer and
+ *     dereferenced it (release: through the region pointer; debug: the runtime reads the
+ *     bytes before the user pointer). It must stop with -1, as it does for other damage.
+ *     (fuzz/regressions/heap_ops_debug/walk-damaged-large-head) */
 #include <errno.h>
 #include <stdint.h>
 
 #include "rampart.h"
 #include "src/os.h"
+#include "src/pagemap.h"
+#include "src/region.h"
 #include "testing.h"
 
 static struct {
@@ -145,6 +152,44 @@ static void test_cap_kept_when_trim_fails(void)
     rp_heap_destroy(h);
 }
 
+static int count_block(const rp_block_info *info, void *arg)
+{
+    (void)info;
+    ++*(size_t *)arg;
+    return 0;
+}
+
+static void test_walk_stops_at_damaged_large_head(void)
+{
+    rp_heap *h = rp_heap_create(NULL);
+    REQUIRE(h);
+    char *p = rp_alloc(h, 200000, 0);
+    REQUIRE(p);
+    rp_region *r = rp_pagemap_lookup(p);
+    REQUIRE(r);
+    rp_page *d = rp_page_of(r, p);
+    REQUIRE(d->state == RP_PAGE_LARGE);
+    size_t blocks = 0;
+    CHECK(rp_heap_walk(h, count_block, &blocks) == 0 && blocks > 0);
+
+    rp_region *region = d->region;
+    d->region = (rp_region *)(uintptr_t)16; /* unmapped: following it faults */
+    CHECK(rp_heap_walk(h, count_block, &blocks) == -1 && errno == EFAULT);
+    CHECK(rp_heap_check(h, NULL, 0) != 0);
+    d->region = region;
+
+    uint32_t lead = d->u.large.lead_pages;
+    d->u.large.lead_pages = d->npages; /* a user pointer past the block */
+    CHECK(rp_heap_walk(h, count_block, &blocks) == -1);
+    CHECK(rp_heap_check(h, NULL, 0) != 0);
+    d->u.large.lead_pages = lead;
+
+    CHECK(rp_heap_walk(h, count_block, &blocks) == 0);
+    CHECK_HEAP(h);
+    rp_free(p);
+    rp_heap_destroy(h);
+}
+
 int main(void)
 {
     rp_set_report_fn(capture, NULL, NULL);
@@ -152,5 +197,6 @@ int main(void)
     test_second_free_after_resplit();
     test_free_inside_reused_memory();
     test_cap_kept_when_trim_fails();
+    test_walk_stops_at_damaged_large_head();
     TEST_MAIN_END();
 }

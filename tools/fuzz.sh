@@ -10,10 +10,10 @@
 #       Line coverage of src/ and debug/ from the corpora and regressions (clang source-based
 #       coverage: -fprofile-instr-generate -fcoverage-mapping, llvm-profdata, llvm-cov);
 #       with --min, fails when src/ is below PERCENT.
-#   tools/fuzz.sh --mutants [--time N] [--jobs J] [MUTANT...]
+#   tools/fuzz.sh --mutants [--time N] [--jobs J] [--no-seeds] [MUTANT...]
 #       For each fuzz/mutants/*.patch: copies the tree, plants the bug, builds the target named
-#       in the patch, fuzzes at most N seconds (60); prints the time to catch each and
-#       "caught K of N". Fails unless every mutant is caught.
+#       in the patch, fuzzes at most N seconds (60) from the target's corpus (--no-seeds: from
+#       nothing); prints the time to catch each and "caught K of N". Fails unless all are caught.
 #   tools/fuzz.sh --ci [--time N]
 #       For CI: every target N seconds (30), corpus copies only (the checkout is not changed);
 #       a crash prints the input (base64 and hex) and the sanitizer report, and fails.
@@ -35,6 +35,7 @@ jobs=$(nproc 2>/dev/null || echo 2)
 merge=1
 coverage=1
 min_cov=""
+seeds=1
 names=()
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -43,6 +44,7 @@ while [ $# -gt 0 ]; do
     --no-merge) merge=0 ;;
     --no-coverage) coverage=0 ;;
     --min) min_cov=$2; shift ;;
+    --no-seeds) seeds=0 ;;
     --coverage) mode=coverage ;;
     --mutants) mode=mutants ;;
     --ci) mode=ci ;;
@@ -283,8 +285,10 @@ mutants() {
         manifest_build "$(manifest_of "$target")" "$tree/$target" fuzzer "$tree" ||
             { lines+=("$(printf '%-24s %-16s does not build' "$name" "$target")"); continue; }
         say "mutant $name: fuzzing $target for at most $secs s"
+        local corpus=()
+        [ "$seeds" -eq 1 ] && corpus=("$(corpus_of "$target")")
         start=$(date +%s.%N)
-        (cd "$tree" && RUN_DIR="$tree/run" run_fuzzer "$tree/$target" "$target" "$secs" "$jobs" "$tree/new" "$(corpus_of "$target")") \
+        (cd "$tree" && RUN_DIR="$tree/run" run_fuzzer "$tree/$target" "$target" "$secs" "$jobs" "$tree/new" "${corpus[@]}") \
             >"$work/$name.run" 2>&1
         local rc=$?
         end=$(date +%s.%N)
@@ -300,7 +304,9 @@ mutants() {
         fi
         rm -rf "$tree"
     done
-    say "mutants (planted bugs, fuzz/mutants): time to catch, $jobs process(es), at most $secs s each"
+    local from="from the seed corpus"
+    [ "$seeds" -eq 1 ] || from="from an empty corpus"
+    say "mutants (planted bugs, fuzz/mutants): time to catch $from, $jobs process(es), at most $secs s each"
     printf '%s\n' "${lines[@]}"
     echo "caught $caught of $n"
     [ "$caught" -eq "$n" ]
