@@ -41,6 +41,7 @@
 #include "src/page_tier.h"
 #include "src/pagemap.h"
 #include "src/region.h"
+#include "src/span.h"
 
 #ifdef RAMPART_DEBUG
 #define DEBUG_FLAVOUR 1
@@ -789,12 +790,60 @@ static void do_trim(uint8_t keep)
            released, after.os_released - before.os_released);
 }
 
+/* Bytes changed on purpose (misuse, damage) and put back afterwards. */
+typedef struct saved_bytes {
+    volatile unsigned char *at;
+    size_t len;
+    unsigned char bytes[32];
+} saved_bytes;
+
+static saved_bytes saved[2];
+static int nsaved;
+
+/* Remembers len bytes at p before they are changed (the debug runtime may poison them). */
+RP_NO_SANITIZE_ADDRESS static void save_bytes(void *p, size_t len)
+{
+    saved_bytes *b = &saved[nsaved++];
+    b->at = p;
+    b->len = len;
+    for (size_t i = 0; i < len; i++)
+        b->bytes[i] = b->at[i];
+}
+
+RP_NO_SANITIZE_ADDRESS static void restore_bytes(void)
+{
+    while (nsaved > 0) {
+        saved_bytes *b = &saved[--nsaved];
+        for (size_t i = 0; i < b->len; i++)
+            b->at[i] = b->bytes[i];
+    }
+}
+
+RP_NO_SANITIZE_ADDRESS static void xor_u32(uint32_t *p, uint32_t x)
+{
+    save_bytes(p, sizeof *p);
+    *(volatile uint32_t *)p ^= x;
+}
+
+RP_NO_SANITIZE_ADDRESS static void set_ptr(void *slot, void *value)
+{
+    save_bytes(slot, sizeof value);
+    *(void *volatile *)slot = value;
+}
+
+static void add_size(size_t *p, size_t delta)
+{
+    save_bytes(p, sizeof *p);
+    *p += delta;
+}
+
 static void do_misuse(uint8_t kind, int s, uint16_t offset)
 {
     block *b = &S.slots[s];
     reported.count = 0;
-    TRACE("  misuse %d, slot %d (%p), offset %u\n", kind % 7, s, (void *)b->p, offset);
-    switch (kind % 7) {
+    kind &= 7;
+    TRACE("  misuse %d, slot %d (%p), offset %u\n", kind, s, (void *)b->p, offset);
+    switch (kind) {
     case 0: { /* free, resize or measure a pointer freed earlier (unless held again) */
         void *p = S.stale[offset % STALE_RING];
         if (!p)
@@ -823,7 +872,7 @@ static void do_misuse(uint8_t kind, int s, uint16_t offset)
         if (!b->p || b->usable < 2)
             return;
         unsigned char *p = b->p + 1 + offset % (b->usable - 1);
-        if (kind % 7 == 1) {
+        if (kind == 1) {
             rp_free(p);
         } else if (offset & 1) {
             EXPECT(rp_usable_size(p) == 0, "rp_usable_size of an interior pointer is not 0");
@@ -876,6 +925,28 @@ static void do_misuse(uint8_t kind, int s, uint16_t offset)
         fill_block(b); /* the program's own bytes: put the pattern back */
         return;
     }
+    case 7: { /* a write after free into a small free block's links: the allocation that
+               * would take the block must refuse it, not hand it out while it is listed */
+        rp_heap *h = S.heaps[0].h;
+        uint32_t map = h->index.sl_bitmap[0] & (~0u << (offset % RP_SL_COUNT));
+        if (!map)
+            return;
+        rp_block *x = h->index.heads[0][rp_ctz(map)];
+        if (x->size < RP_USER_OFFSET + RP_HOOK_SUFFIX + 16)
+            return;
+        size_t request = x->size - RP_USER_OFFSET - RP_HOOK_SUFFIX; /* needs exactly x->size bytes */
+        nsaved = 0;
+        if (offset & 0x100)
+            set_ptr(&rp_links(x)->prev, x); /* a list head's prev must be NULL */
+        else
+            set_ptr(&rp_links(x)->next, x); /* its next must point back at it */
+        errno = 0;
+        EXPECT(rp_alloc(h, request, 0) == NULL, "rp_alloc(%zu) handed out free block %p with broken links",
+               request, (void *)x);
+        restore_bytes();
+        expect_report(KIND(RP_ERR_CORRUPT_FREE_LIST), x);
+        return;
+    }
     default: { /* a region over memory a live block occupies */
         if (!b->p)
             return;
@@ -897,52 +968,6 @@ static void do_misuse(uint8_t kind, int s, uint16_t offset)
  * entry, a region's magic, the spare span), checks that rp_heap_check fails naming an
  * invariant and that walking the damaged heap neither crashes nor hangs, then puts the bytes
  * back and checks that the heap is whole again. Each change is one no invariant can miss. */
-
-typedef struct saved_bytes {
-    volatile unsigned char *at;
-    size_t len;
-    unsigned char bytes[32];
-} saved_bytes;
-
-static saved_bytes saved[2];
-static int nsaved;
-
-/* Remembers len bytes at p before they are changed (the debug runtime may poison them). */
-RP_NO_SANITIZE_ADDRESS static void save_bytes(void *p, size_t len)
-{
-    saved_bytes *b = &saved[nsaved++];
-    b->at = p;
-    b->len = len;
-    for (size_t i = 0; i < len; i++)
-        b->bytes[i] = b->at[i];
-}
-
-RP_NO_SANITIZE_ADDRESS static void restore_bytes(void)
-{
-    while (nsaved > 0) {
-        saved_bytes *b = &saved[--nsaved];
-        for (size_t i = 0; i < b->len; i++)
-            b->at[i] = b->bytes[i];
-    }
-}
-
-RP_NO_SANITIZE_ADDRESS static void xor_u32(uint32_t *p, uint32_t x)
-{
-    save_bytes(p, sizeof *p);
-    *(volatile uint32_t *)p ^= x;
-}
-
-RP_NO_SANITIZE_ADDRESS static void set_ptr(void *slot, void *value)
-{
-    save_bytes(slot, sizeof value);
-    *(void *volatile *)slot = value;
-}
-
-static void add_size(size_t *p, size_t delta)
-{
-    save_bytes(p, sizeof *p);
-    *p += delta;
-}
 
 /* The header of a live span block of heap k (from slot `from` on), or NULL. */
 static rp_block *live_span_header(int k, unsigned from)
@@ -1122,13 +1147,67 @@ static int damage(heap_model *m, unsigned kind, unsigned sel, uint8_t x)
         set_ptr(&h->spare_span, b);
         return 1;
     }
-    default: { /* a live block marked free or its PREV_FREE bit flipped, resealed: K4, K5, K6 */
+    case 10: { /* a live block marked free or its PREV_FREE bit flipped, resealed: K4, K5, K6 */
         rp_block *b = live_span_header(k, sel);
         if (!b)
             return 0;
         save_bytes(b, sizeof *b);
         rp_block_write(h->secret, b, b->prev_size, b->size, b->bits ^ ((x & 1) ? RP_HDR_FREE : RP_HDR_PREV_FREE));
         return 1;
+    }
+    case 11: { /* a free block's size, resealed: I3, K2, K3, K6 */
+        rp_block *b = some_free_block(h);
+        if (!b)
+            return 0;
+        uint32_t delta = 16u * (1 + x % 4);
+        uint32_t size = (x & 0x80) && b->size >= RP_MIN_BLOCK + delta ? b->size - delta : b->size + delta;
+        save_bytes(b, sizeof *b);
+        rp_block_write(h->secret, b, b->prev_size, size, b->bits);
+        return 1;
+    }
+    case 12: { /* a live block's boundary tag, resealed: K3 */
+        rp_block *b = live_span_header(k, sel);
+        if (!b)
+            return 0;
+        save_bytes(b, sizeof *b);
+        rp_block_write(h->secret, b, b->prev_size + 16u * (1 + x % 4), b->size, b->bits);
+        return 1;
+    }
+    case 13: { /* a span's sentinel: its check word, or a size resealed: K1, K2 */
+        rp_block *b = live_span_header(k, sel);
+        if (!b)
+            return 0;
+        rp_region *r = rp_pagemap_lookup(b);
+        rp_page *head = rp_span_head_of(r, b);
+        rp_block *sentinel = (rp_block *)(rp_page_addr(r, head) + ((uintptr_t)head->npages << RP_PAGE_SHIFT) - RP_HEADER);
+        save_bytes(sentinel, sizeof *sentinel);
+        if (x & 1)
+            sentinel->check ^= flip;
+        else
+            rp_block_write(h->secret, sentinel, sentinel->prev_size, RP_MIN_BLOCK, sentinel->bits);
+        return 1;
+    }
+    case 14: { /* a region's page area moved: R1 */
+        rp_region *r = some_region(h, sel);
+        if (!r)
+            return 0;
+        save_bytes(&r->base, sizeof r->base);
+        r->base += (uintptr_t)4096 * r->npages;
+        return 1;
+    }
+    default: { /* a large block's usable size: D2 */
+        rp_region *r = some_region(h, sel);
+        if (!r)
+            return 0;
+        for (size_t i = 0; i < r->npages; i += r->pages[i].npages ? r->pages[i].npages : 1) {
+            rp_page *d = &r->pages[i];
+            if (d->state == RP_PAGE_LARGE) {
+                save_bytes(&d->u.large.usable, sizeof d->u.large.usable);
+                d->u.large.usable += (x & 1) ? 4096 : (uint64_t)-4096;
+                return 1;
+            }
+        }
+        return 0;
     }
     }
 }
@@ -1137,15 +1216,16 @@ static void do_corrupt(uint8_t kind, uint16_t sel, uint8_t x)
 {
     heap_model *m = &S.heaps[(sel >> 15) && S.heaps[1].h ? 1 : 0];
     nsaved = 0;
-    if (!damage(m, kind % 11, sel, x))
+    kind &= 15;
+    if (!damage(m, kind, sel, x))
         return;
     char why[256];
     int bad = rp_heap_check(m->h, why, sizeof why);
     size_t blocks = 0;
     int walked = rp_heap_walk(m->h, count_blocks, &blocks); /* must return, whatever it finds */
     restore_bytes();
-    TRACE("  damage %u: check says \"%s\", walk %d\n", kind % 11, why, walked);
-    EXPECT(bad, "rp_heap_check missed damage of kind %u (sel %u, x %u)", kind % 11, sel, x);
+    TRACE("  damage %u: check says \"%s\", walk %d\n", kind, why, walked);
+    EXPECT(bad, "rp_heap_check missed damage of kind %u (sel %u, x %u)", kind, sel, x);
     EXPECT(DEBUG_FLAVOUR || is_invariant_tag(why), "rp_heap_check's message names no invariant: \"%s\"", why);
     EXPECT(walked == 0 || walked == -1, "rp_heap_walk on a damaged heap returned %d", walked);
     if (rp_heap_check(m->h, why, sizeof why) != 0)
@@ -1153,6 +1233,13 @@ static void do_corrupt(uint8_t kind, uint16_t sel, uint8_t x)
 }
 
 /* ---- argument edge cases ------------------------------------------------------------------ */
+
+static void count_listed(rp_heap *h, void *arg)
+{
+    for (int k = 0; k < NHEAPS; k++)
+        if (S.heaps[k].h == h)
+            ++*(int *)arg;
+}
 
 static void do_edges(void)
 {
@@ -1183,6 +1270,18 @@ static void do_edges(void)
     rp_heap_destroy(NULL);
     rp_heap_destroy(rp_default_heap()); /* ignored: the default heap stays */
     EXPECT(rp_heap_check(NULL, NULL, 0) == 0, "the default heap fails its check");
+    /* Every heap is on the global list (fork handling walks it). */
+    int listed = 0;
+    rp_heaps_foreach(count_listed, &listed);
+    EXPECT(listed == 1 + (S.heaps[1].h != NULL), "rp_heaps_foreach lists %d of this input's heaps", listed);
+    /* The OS refusing a heap's control block (unless the input armed a failure itself). */
+    if (!injection_armed(rp_os_calls())) {
+        rp_os_fail_at(1);
+        errno = 0;
+        rp_heap *refused = rp_heap_create(NULL);
+        rp_os_fail_at(0);
+        EXPECT(!refused && errno == ENOMEM, "rp_heap_create without memory from the OS");
+    }
     void *old_arg;
     rp_report_fn old = rp_set_report_fn(NULL, NULL, &old_arg);
     EXPECT(old == capture_report, "the report function was replaced");

@@ -181,9 +181,17 @@ def heap_ops_seeds():
     # free blocks, large blocks, a caller region and several OS regions.
     setup = (shape(16, region_log=2) + add_region(0, 1024) + alloc_run(0, 20, 100) + alloc_run(20, 5, 70016) +
              alloc_run(25, 10, 3072, 1024) + free_run(0, 20, 3) + free_run(20, 2))
-    s["seed-corrupt"] = setup + b"".join(corrupt(k, sel, x) for k in range(11)
+    s["seed-corrupt"] = setup + b"".join(corrupt(k, sel, x) for k in range(16)
                                          for sel, x in ((0, 1), (0x1235, 0x42), (0x8007, 0x81))) + check()
     s["seed-edges"] = shape(2) + alloc(0, 100) + edges() + free(0) + edges()
+    # Writes after free into a free block's links: the allocation that would take it refuses.
+    s["seed-uaf-links"] = (shape(4) + alloc_run(0, 12, 100) + free(3) + free(7) + free(9) + misuse(7, 0, 0) +
+                           misuse(7, 0, 0x100) + alloc_run(20, 4, 40) + free_run(20, 4, 2) + misuse(7, 0, 0x105) +
+                           check())
+    # The OS refusing to trim a new region's alignment slack must not take the heap over its
+    # cap (tests/fuzz_findings_test.c has the exact case).
+    s["seed-cap-trim"] = (shape(1, region_log=0) + os_fail(2) + alloc(0, 100) + os_fail(3) + alloc(1, 70016) +
+                          os_fail(2) + alloc(2, 4096, 4096) + check())
     return s
 
 

@@ -130,11 +130,18 @@ static int index_block_ok(rp_heap *h, rp_block *b, rp_fault *f)
     return 0;
 }
 
-static void take_from_index(rp_heap *h, rp_block *b)
+/* Takes b off the index before it is carved. 0, or -1 with a fault when its links do not
+ * point back at it (written after free): handing it out would leave it listed as free. */
+static int take_from_index(rp_heap *h, rp_block *b, rp_fault *f)
 {
-    rp_free_index_remove(&h->index, b);
+    if (RP_UNLIKELY(rp_free_index_remove(&h->index, b) != 0)) {
+        rp_fault_set(f, RP_ERR_CORRUPT_FREE_LIST, h, b, NULL, 0,
+                     "free-list links of free block %p are inconsistent (written after free?)", (void *)b);
+        return -1;
+    }
     if (b == h->spare_span)
         h->spare_span = NULL;
+    return 0;
 }
 
 RP_NO_SANITIZE_ADDRESS
@@ -184,7 +191,8 @@ void *rp_span_alloc(rp_heap *h, size_t size, size_t align, rp_fault *f)
         lead = align <= RP_MIN_ALIGN ? 0 : aligned_lead(b, align);
     }
     rp_heap_count_examined(h, examined);
-    take_from_index(h, b);
+    if (take_from_index(h, b, f) != 0)
+        return NULL;
     rp_block *a = carve(h, b, lead, need, rp_fls(align));
     h->blocks_in_use++;
     h->bytes_in_use += a->size;

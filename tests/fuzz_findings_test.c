@@ -11,10 +11,13 @@
  *  2. When the OS refused to trim the alignment slack of a new region, the heap kept the
  *     larger mapping and went over its max_bytes cap.
  *  3. rp_heap_walk trusted a large block's page descriptor (its region pointer, its lead
- *     pages) before checking it: on a damaged descriptor it computed a wild user pointer and
- *     dereferenced it (release: through the region pointer; debug: the runtime reads the
- *     bytes before the user pointer). It must stop with -1, as it does for other damage.
- *     (fuzz/regressions/heap_ops_debug/walk-damaged-large-head) */
+ *     pages) and a region's page area before checking them: on damage it computed wild
+ *     addresses and dereferenced them (release: through the region pointer; debug: the
+ *     runtime reads the bytes before a user pointer). It must stop with -1, as it does for
+ *     other damage. (fuzz/regressions/heap_ops_debug/walk-damaged-large-head)
+ *  4. An allocation took a free block whose free-list links had been overwritten (a write
+ *     after free): unlinking it failed, the failure was ignored and the block was handed out
+ *     while still listed as free. It must be refused with a corrupted-free-list report. */
 #include <errno.h>
 #include <stdint.h>
 
@@ -184,9 +187,36 @@ static void test_walk_stops_at_damaged_large_head(void)
     CHECK(rp_heap_check(h, NULL, 0) != 0);
     d->u.large.lead_pages = lead;
 
+    uintptr_t base = r->base;
+    r->base += r->npages << RP_PAGE_SHIFT; /* the page area moved past the region's memory */
+    CHECK(rp_heap_walk(h, count_block, &blocks) == -1);
+    CHECK(rp_heap_check(h, NULL, 0) != 0);
+    r->base = base;
+
     CHECK(rp_heap_walk(h, count_block, &blocks) == 0);
     CHECK_HEAP(h);
     rp_free(p);
+    rp_heap_destroy(h);
+}
+
+static void test_uaf_links_refused(void)
+{
+    rp_heap *h = rp_heap_create(NULL);
+    REQUIRE(h);
+    char *p[6];
+    for (int i = 0; i < 6; i++)
+        REQUIRE((p[i] = rp_alloc(h, 100, 0)) != NULL);
+    rp_free(p[1]);
+    rp_free(p[4]); /* one class, list p[4] -> p[1] */
+    char *saved_prev;
+    memcpy(&saved_prev, p[4] + 8, sizeof saved_prev);
+    memcpy(p[4] + 8, &p[0], sizeof p[0]); /* write after free: the list head's prev link */
+    CHECK(rp_alloc(h, 100, 0) == NULL);
+    CHECK(reported(RP_ERR_CORRUPT_FREE_LIST, p[4] - 16));
+    memcpy(p[4] + 8, &saved_prev, sizeof saved_prev);
+    CHECK_HEAP(h);
+    CHECK(rp_alloc(h, 100, 0) == p[4] && rp_alloc(h, 100, 0) == p[1]);
+    CHECK(seen.count == 0);
     rp_heap_destroy(h);
 }
 
@@ -198,5 +228,6 @@ int main(void)
     test_free_inside_reused_memory();
     test_cap_kept_when_trim_fails();
     test_walk_stops_at_damaged_large_head();
+    test_uaf_links_refused();
     TEST_MAIN_END();
 }
