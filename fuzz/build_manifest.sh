@@ -19,10 +19,13 @@ root=${SRC_ROOT:-.}
 : "${LIB_FUZZING_ENGINE:=-fsanitize=fuzzer}"
 jobs=${JOBS:-$(nproc 2>/dev/null || echo 2)}
 
-srcs=() defines=() linkopts=()
+# "src <path> [flags]": flags (copts, local defines) apply to that source only.
+srcs=() srcflags=() defines=() linkopts=()
 while read -r key value; do
     case "$key" in
-    harness | src) srcs+=("$value") ;;
+    harness | src)
+        srcs+=("${value%% *}")
+        [ "$value" = "${value%% *}" ] && srcflags+=("") || srcflags+=("${value#* }") ;;
     define) defines+=("-D$value") ;;
     linkopt) linkopts+=("$value") ;;
     esac
@@ -38,17 +41,18 @@ checker_flags=""
 case "$CFLAGS" in *fuzzer* | *sanitize-coverage*) checker_flags="-fno-sanitize-coverage=trace-cmp" ;; esac
 
 compile() {
-    local src=$1 obj=$2 extra=""
-    [ "$src" = "src/check.c" ] && extra=$checker_flags
-    # shellcheck disable=SC2086 # CFLAGS is a list of flags
-    $CC $CFLAGS $extra -std=c11 -I"$root" -I"$root/src" "${defines[@]}" -c "$root/$src" -o "$obj"
+    local src=$1 obj=$2 extra=$3
+    [ "$src" = "src/check.c" ] && extra="$extra $checker_flags"
+    # shellcheck disable=SC2086 # CFLAGS and extra are lists of flags
+    $CC $CFLAGS -std=c11 $extra -I"$root" -I"$root/src" "${defines[@]}" -c "$root/$src" -o "$obj"
 }
 objs=()
 pids=()
-for src in "${srcs[@]}"; do
+for i in "${!srcs[@]}"; do
+    src=${srcs[$i]}
     obj="$objdir/$(echo "$src" | tr '/' '_').o"
     objs+=("$obj")
-    compile "$src" "$obj" &
+    compile "$src" "$obj" "${srcflags[$i]}" &
     pids+=($!)
     if [ "${#pids[@]}" -ge "$jobs" ]; then
         wait "${pids[0]}"

@@ -20,7 +20,7 @@ manifest, so tools/fuzz.sh passes them and .clusterfuzzlite/build.sh writes <nam
 load("@rules_cc//cc:defs.bzl", "cc_binary", "cc_test")
 
 FuzzSourcesInfo = provider(
-    doc = "C sources, defines and link options of a target and its cc deps; all their files.",
+    doc = "C sources (with their own copts), defines and link options of a target and its cc deps; all their files.",
     fields = ["srcs", "defines", "linkopts", "files"],
 )
 
@@ -29,7 +29,9 @@ def _sources_aspect_impl(target, ctx):
     files = []
     for s in getattr(ctx.rule.attr, "srcs", []) + getattr(ctx.rule.attr, "hdrs", []):
         files += s.files.to_list()
-    srcs = [f for f in files if f.extension == "c"]
+    # "path [flags]": the target's own copts and local_defines apply to its own sources only.
+    flags = getattr(ctx.rule.attr, "copts", []) + ["-D" + d for d in getattr(ctx.rule.attr, "local_defines", [])]
+    srcs = [" ".join([f.path] + flags) for f in files if f.extension == "c"]
     deps = getattr(ctx.rule.attr, "deps", [])
     actual = getattr(ctx.rule.attr, "actual", None)
     if actual:
@@ -63,7 +65,7 @@ def _manifest_impl(ctx):
     lines += ["corpus " + ctx.label.package + "/" + ctx.attr.corpus]
     lines += ["harness " + f.path for f in ctx.files.harness]
     lines += ["arg " + a for a in ctx.attr.fuzzer_args]
-    lines += ["src " + p for p in sorted({f.path: 1 for f in srcs}.keys())]
+    lines += ["src " + p for p in sorted({p: 1 for p in srcs}.keys())]
     lines += ["define " + d for d in sorted({d: 1 for d in defines}.keys())]
     lines += ["linkopt " + o for o in sorted({o: 1 for o in linkopts}.keys())]
     out = ctx.actions.declare_file(ctx.label.name + ".txt")

@@ -16,33 +16,6 @@ static rp_page *find_head(rp_region *r, size_t i)
     }
 }
 
-/* Error path of locate_span: does b's (valid) header lie inside an earlier block? Then p was
- * freed already and merged into a free block (double free), or that memory has since been
- * allocated again (p is an interior pointer of the new block). Walks the blocks from where
- * b's boundary tag points, every header validated, never past b. */
-RP_NO_SANITIZE_ADDRESS
-static int inside_earlier_block(rp_heap *h, rp_block *b, const void *p, rp_fault *f)
-{
-    rp_block *x = rp_block_prev(b);
-    while (x < b) {
-        if (!rp_block_valid(h->secret, x) || x->size < RP_MIN_BLOCK || (x->bits & RP_HDR_SENTINEL))
-            return 0; /* damaged: leave the diagnosis to the free's neighbour checks */
-        if ((char *)x + x->size > (char *)b) {
-            if (x->bits & RP_HDR_FREE)
-                rp_fault_set(f, RP_ERR_DOUBLE_FREE, h, p, p, b->size - RP_USER_OFFSET,
-                             "%p in heap '%s' is already free (merged into the free block at %p)", p, h->name,
-                             (void *)x);
-            else
-                rp_fault_set(f, RP_ERR_INVALID_FREE, h, p, rp_block_user(x), rp_block_usable(x),
-                             "%p is inside block %p of heap '%s' (freed earlier, its memory since reused)", p,
-                             rp_block_user(x), h->name);
-            return 1;
-        }
-        x = rp_block_next(x);
-    }
-    return 0;
-}
-
 RP_NO_SANITIZE_ADDRESS
 static int locate_span(rp_heap *h, rp_region *r, rp_page *d, const void *p, rp_located *loc, rp_fault *f)
 {
@@ -73,8 +46,7 @@ static int locate_span(rp_heap *h, rp_region *r, rp_page *d, const void *p, rp_l
      * prev_size bytes; if it has not, the header may be such a leftover (or the memory was
      * reused since). One compare on the path (the free reads that header anyway); the walk
      * that tells which only on error. */
-    if ((b->bits & RP_HDR_PREV_FREE) && rp_block_prev(b)->size != b->prev_size &&
-        inside_earlier_block(h, b, p, f))
+    if ((b->bits & RP_HDR_PREV_FREE) && rp_block_prev(b)->size != b->prev_size && rp_span_refuse_leftover(h, b, f))
         return -1;
     loc->tier = RP_TIER_SPAN;
     loc->block = b;

@@ -9,6 +9,47 @@ rp_page *rp_span_head_of(rp_region *r, const void *p)
     return d->state == RP_PAGE_SPAN_TAIL ? d - d->npages : d;
 }
 
+/* Error paths only: the block of h's spans that holds address p, found by walking its span
+ * from the first block, every header validated, never past the sentinel. NULL when p is in
+ * no span of h or a header on the way is damaged. */
+RP_NO_SANITIZE_ADDRESS
+static rp_block *block_holding(rp_heap *h, const void *p)
+{
+    rp_region *r = rp_pagemap_lookup(p);
+    if (!r || r->heap != h || (uintptr_t)p < r->base || (uintptr_t)p >= r->base + (r->npages << RP_PAGE_SHIFT))
+        return NULL;
+    rp_page *head = rp_span_head_of(r, p);
+    if (head->state != RP_PAGE_SPAN)
+        return NULL;
+    uintptr_t lo = rp_page_addr(r, head);
+    uintptr_t sentinel = lo + ((uintptr_t)head->npages << RP_PAGE_SHIFT) - RP_HEADER;
+    for (rp_block *x = (rp_block *)lo; (uintptr_t)x < sentinel; x = rp_block_next(x)) {
+        if (!rp_block_valid(h->secret, x) || x->size < RP_MIN_BLOCK || (x->size & (RP_GRANULE - 1)) ||
+            (uintptr_t)x + x->size > sentinel)
+            return NULL;
+        if ((uintptr_t)p < (uintptr_t)x + x->size)
+            return x;
+    }
+    return NULL;
+}
+
+RP_NO_SANITIZE_ADDRESS
+int rp_span_refuse_leftover(rp_heap *h, rp_block *b, rp_fault *f)
+{
+    rp_block *x = block_holding(h, b);
+    if (!x || x == b)
+        return 0;
+    void *p = rp_block_user(b);
+    if (x->bits & RP_HDR_FREE)
+        rp_fault_set(f, RP_ERR_DOUBLE_FREE, h, p, p, rp_block_usable(b),
+                     "%p in heap '%s' is already free (merged into the free block at %p)", p, h->name, (void *)x);
+    else
+        rp_fault_set(f, RP_ERR_INVALID_FREE, h, p, rp_block_user(x), rp_block_usable(x),
+                     "%p is inside block %p of heap '%s' (freed earlier, its memory since reused)", p,
+                     rp_block_user(x), h->name);
+    return 1;
+}
+
 /* Takes pages for a new span able to hold a free block of at least min_block bytes and
  * returns that block (not yet on the index), or NULL. */
 RP_NO_SANITIZE_ADDRESS
@@ -214,10 +255,12 @@ static void span_emptied(rp_heap *h, rp_block *b)
     span_destroy(h, b);
 }
 
-/* Takes the free neighbour n off the index before a merge. 0, or -1 with a fault. */
-static int unfile_neighbour(rp_heap *h, rp_block *n, rp_fault *f)
+/* Takes the free neighbour n of b off the index before a merge. 0, or -1 with a fault. */
+static int unfile_neighbour(rp_heap *h, rp_block *b, rp_block *n, rp_fault *f)
 {
     if (rp_free_index_remove(&h->index, n) != 0) {
+        if (rp_span_refuse_leftover(h, b, f))
+            return -1;
         rp_fault_set(f, RP_ERR_CORRUPT_FREE_LIST, h, n, NULL, 0,
                      "free-list links of free block %p are inconsistent (written after free?)", (void *)n);
         return -1;
@@ -237,20 +280,24 @@ void rp_span_release(rp_heap *h, rp_block *b, rp_fault *f)
     /* Validate both neighbours before changing anything: freeing into a corrupted
      * neighbourhood would spread the damage, so the block then stays allocated. */
     if (!rp_block_valid(secret, next)) {
+        if (rp_span_refuse_leftover(h, b, f))
+            return;
         rp_fault_set(f, RP_ERR_CORRUPT_BLOCK, h, next, rp_block_user(b), rp_block_usable(b),
                      "header of the block after %p (at %p) is corrupted: overflow past the end of %p?",
                      rp_block_user(b), (void *)next, rp_block_user(b));
         return;
     }
     if (prev && (!rp_block_valid(secret, prev) || !(prev->bits & RP_HDR_FREE) || prev->size != b->prev_size)) {
+        if (rp_span_refuse_leftover(h, b, f))
+            return;
         rp_fault_set(f, RP_ERR_CORRUPT_BLOCK, h, prev, rp_block_user(b), rp_block_usable(b),
                      "free block before %p (at %p) is corrupted", rp_block_user(b), (void *)prev);
         return;
     }
     int merge_next = (next->bits & RP_HDR_FREE) != 0;
-    if (merge_next && unfile_neighbour(h, next, f) != 0)
+    if (merge_next && unfile_neighbour(h, b, next, f) != 0)
         return;
-    if (prev && unfile_neighbour(h, prev, f) != 0) {
+    if (prev && unfile_neighbour(h, b, prev, f) != 0) {
         if (merge_next)
             rp_free_index_insert(&h->index, next);
         return;
@@ -290,6 +337,8 @@ int rp_span_resize(rp_heap *h, rp_block *b, size_t size, rp_fault *f)
     size_t old = b->size;
     rp_block *next = rp_block_next(b);
     if (!rp_block_valid(secret, next)) {
+        if (rp_span_refuse_leftover(h, b, f))
+            return 0;
         rp_fault_set(f, RP_ERR_CORRUPT_BLOCK, h, next, rp_block_user(b), rp_block_usable(b),
                      "header of the block after %p (at %p) is corrupted: overflow past the end of %p?",
                      rp_block_user(b), (void *)next, rp_block_user(b));
@@ -302,7 +351,7 @@ int rp_span_resize(rp_heap *h, rp_block *b, size_t size, rp_fault *f)
         rp_block *tail = (rp_block *)((char *)b + need);
         size_t tail_len = rest;
         if (next->bits & RP_HDR_FREE) {
-            if (unfile_neighbour(h, next, f) != 0)
+            if (unfile_neighbour(h, b, next, f) != 0)
                 return 0;
             tail_len += next->size;
             rp_hook_span_freed(h, next, RP_MIN_BLOCK);
@@ -323,7 +372,7 @@ int rp_span_resize(rp_heap *h, rp_block *b, size_t size, rp_fault *f)
     if (!(next->bits & RP_HDR_FREE) || old + next->size < need)
         return 0;
     size_t total = old + next->size;
-    if (unfile_neighbour(h, next, f) != 0)
+    if (unfile_neighbour(h, b, next, f) != 0)
         return 0;
     size_t rest = total - need;
     size_t new_size = need;

@@ -31,6 +31,13 @@ void rp_span_release(rp_heap *h, rp_block *b, rp_fault *f);
  * Returns 1 on success, 0 if the block must move. */
 int rp_span_resize(rp_heap *h, rp_block *b, size_t size, rp_fault *f);
 
+/* Error paths: b has a valid header, but is it a block? A block freed next to a free block
+ * is merged into it and its header left behind. If b lies inside another block of its span,
+ * records a double free (that block is free) or an invalid free (it is allocated again) of
+ * b's user pointer and returns 1; returns 0 if b is a block (or the span is too damaged to
+ * tell). Walks the span: never on the hot path. */
+int rp_span_refuse_leftover(rp_heap *h, rp_block *b, rp_fault *f);
+
 /* The span containing block b: its head descriptor. */
 rp_page *rp_span_head_of(rp_region *r, const void *p);
 

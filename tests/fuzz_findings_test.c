@@ -6,7 +6,9 @@
  *     the neighbour; rp_realloc of it resized the stale block in place, silently corrupting
  *     the free block around it; rp_usable_size and rp_heap_of took it for a live block. It is
  *     a double free (an invalid free once the memory is allocated again) and must be reported
- *     as such, naming the pointer. (fuzz/regressions/heap_ops/stale-free-after-resplit and
+ *     as such, naming the pointer, even when the boundary tag leads to garbage: the error
+ *     paths walk the span to find the block that really holds it.
+ *     (fuzz/regressions/heap_ops/stale-free-after-resplit, stale-free-behind-reused-header,
  *     stale-realloc-after-merge)
  *  2. When the OS refused to trim the alignment slack of a new region, the heap kept the
  *     larger mapping and went over its max_bytes cap.
@@ -99,6 +101,30 @@ static void test_second_free_after_resplit(void)
     CHECK_HEAP(h);
     rp_free(d);
     CHECK(seen.count == 0);
+    CHECK_HEAP(h);
+    rp_heap_destroy(h);
+}
+
+/* b merged into a free block whose own header was then left behind too, and the memory over
+ * that header handed out again and written: the boundary tag of b leads to garbage. Still a
+ * double free (fuzz/regressions/heap_ops/stale-free-behind-reused-header). */
+static void test_second_free_behind_reused_header(void)
+{
+    rp_heap *h = rp_heap_create(NULL);
+    REQUIRE(h);
+    char *first = rp_alloc(h, 100, 0), *x = rp_alloc(h, 100, 0), *b = rp_alloc(h, 100, 0);
+    char *t = rp_alloc(h, 200, 0), *a = rp_alloc(h, 100, 0), *last = rp_alloc(h, 100, 0);
+    REQUIRE(first && x && b && t && a && last && b == x + 128 && t == b + 128 && a == t + 224);
+    rp_free(x);
+    rp_free(t);
+    rp_free(a); /* merged into t's free block */
+    rp_free(b); /* x, b, t and a become one free block */
+    CHECK(seen.count == 0);
+    char *x2 = rp_alloc(h, 100, 0), *over = rp_alloc(h, 250, 0);
+    REQUIRE(x2 == x && over == b);
+    memset(over, 0x5a, 250); /* covers where t's header was */
+    rp_free(a);
+    CHECK(reported(RP_ERR_DOUBLE_FREE, a));
     CHECK_HEAP(h);
     rp_heap_destroy(h);
 }
@@ -226,6 +252,7 @@ int main(void)
     test_second_free_after_merge();
     test_second_free_after_resplit();
     test_free_inside_reused_memory();
+    test_second_free_behind_reused_header();
     test_cap_kept_when_trim_fails();
     test_walk_stops_at_damaged_large_head();
     test_uaf_links_refused();

@@ -20,6 +20,9 @@
 #   tools/fuzz.sh --oss-check
 #       Runs .clusterfuzzlite/build.sh locally with the OSS-Fuzz variables (CC, CFLAGS,
 #       LIB_FUZZING_ENGINE, OUT) and runs every binary it produced on its seed corpus.
+#   tools/fuzz.sh --reduce
+#       Rewrites each corpus directory to a minimal set of inputs with the same coverage (all
+#       targets sharing it contribute; the hand-written seed-* inputs are always kept).
 #   tools/fuzz.sh --update-manifests
 #       Rewrites fuzz/manifests/ from the Bazel graph (after a BUILD change).
 #
@@ -50,6 +53,7 @@ while [ $# -gt 0 ]; do
     --ci) mode=ci ;;
     --oss-check) mode=oss ;;
     --update-manifests) mode=manifests ;;
+    --reduce) mode=reduce ;;
     -h | --help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     -*) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
     *) names+=("$1") ;;
@@ -351,6 +355,25 @@ oss_check() {
     return $status
 }
 
+reduce_corpora() {
+    bazel_build_fuzzers || return 1
+    local corpus t args
+    for corpus in $(for t in $(all_targets); do corpus_of "$t"; done | sort -u); do
+        local reduced="$work/reduced-$(basename "$corpus")"
+        mkdir -p "$reduced"
+        cp "$corpus"/seed-* "$reduced/" 2>/dev/null
+        for t in $(all_targets); do
+            [ "$(corpus_of "$t")" = "$corpus" ] || continue
+            mapfile -t args < <(target_args "$t")
+            "$fuzz_bin_dir/${t}_fuzzer" -merge=1 "${args[@]}" "$reduced" "$corpus" >"$work/reduce-$t.log" 2>&1 ||
+                { tail -20 "$work/reduce-$t.log"; return 1; }
+        done
+        echo "   $corpus: $(find "$corpus" -type f | wc -l) -> $(find "$reduced" -type f | wc -l) inputs"
+        rm -rf "$corpus"
+        cp -r "$reduced" "$corpus"
+    done
+}
+
 update_manifests() {
     "$bazel" build //fuzz:all >"$work/build.log" 2>&1 || { tail -30 "$work/build.log"; return 1; }
     local bin label name
@@ -372,4 +395,5 @@ mutants) mutants ;;
 ci) ci ;;
 oss) oss_check ;;
 manifests) update_manifests ;;
+reduce) reduce_corpora ;;
 esac
