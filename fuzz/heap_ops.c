@@ -147,7 +147,8 @@ static void expect_no_report(void)
     EXPECT(reported.count == 0, "unexpected report %s: %s", rp_error_kind_name(reported.kind), reported.message);
 }
 
-/* Exactly one report, of one of the kinds in `kinds` (bit per kind), about address p. */
+/* Exactly one report, of one of the kinds in `kinds` (bit per kind), naming address p (the
+ * pointer passed, or the header found corrupted). */
 static void expect_report(unsigned kinds, const void *p)
 {
     EXPECT(reported.count == 1, "expected one report about %p, got %d", p, reported.count);
@@ -790,6 +791,30 @@ static void do_trim(uint8_t keep)
            released, after.os_released - before.os_released);
 }
 
+/* A live span block of heap k (from slot `from` on), or NULL. */
+static block *live_span_slot(int k, unsigned from)
+{
+    for (unsigned i = 0; i < NSLOTS; i++) {
+        block *b = &S.slots[(from + i) % NSLOTS];
+        if (!b->p || b->heap != k)
+            continue;
+        rp_region *r = rp_pagemap_lookup(b->p);
+        if (!r || (uintptr_t)b->p < r->base)
+            continue;
+        rp_page *d = rp_page_of(r, b->p);
+        if (d->state == RP_PAGE_SPAN || d->state == RP_PAGE_SPAN_TAIL)
+            return b;
+    }
+    return NULL;
+}
+
+/* The header of a live span block of heap k (from slot `from` on), or NULL. */
+static rp_block *live_span_header(int k, unsigned from)
+{
+    block *b = live_span_slot(k, from);
+    return b ? rp_block_of_user(b->p) : NULL;
+}
+
 /* Bytes changed on purpose (misuse, damage) and put back afterwards. */
 typedef struct saved_bytes {
     volatile unsigned char *at;
@@ -841,7 +866,7 @@ static void do_misuse(uint8_t kind, int s, uint16_t offset)
 {
     block *b = &S.slots[s];
     reported.count = 0;
-    kind &= 7;
+    kind &= 15;
     TRACE("  misuse %d, slot %d (%p), offset %u\n", kind, s, (void *)b->p, offset);
     switch (kind) {
     case 0: { /* free, resize or measure a pointer freed earlier (unless held again) */
@@ -947,7 +972,76 @@ static void do_misuse(uint8_t kind, int s, uint16_t offset)
         expect_report(KIND(RP_ERR_CORRUPT_FREE_LIST), x);
         return;
     }
-    default: { /* a region over memory a live block occupies */
+    case 8:   /* an overflow into the next block's header, then free or grow the block */
+    case 10: { /* an underflow into the block's own header, then free or grow it */
+        /* The debug flavour reports these as heap-buffer-overflow/underflow from its
+         * cookies (the corruption target's subject); the core's own checks are tested here. */
+        block *sb = DEBUG_FLAVOUR ? NULL : live_span_slot(0, (unsigned)s);
+        if (!sb)
+            return;
+        rp_block *hdr = rp_block_of_user(sb->p);
+        size_t n = 1 + offset % 16;
+        unsigned char *at = kind == 8 ? (unsigned char *)rp_block_next(hdr) : (unsigned char *)(hdr + 1) - n;
+        nsaved = 0;
+        save_bytes(at, n);
+        for (size_t i = 0; i < n; i++)
+            at[i] ^= 0xa5;
+        size_t grow = sb->usable + 48;
+        size_t threshold = S.heaps[0].cfg.large_threshold;
+        int to_pages = grow >= threshold || sb->align >= threshold || (sb->align >= 4096 && grow % 4096 == 0);
+        if ((offset & 0x10) && !to_pages) {
+            errno = 0;
+            EXPECT(rp_realloc(NULL, sb->p, grow) == NULL && errno == EINVAL, "rp_realloc of %p with a damaged %s",
+                   (void *)sb->p, kind == 8 ? "neighbour" : "header");
+        } else {
+            rp_free(sb->p);
+        }
+        restore_bytes();
+        if (kind == 8)
+            expect_report(KIND(RP_ERR_CORRUPT_BLOCK), at);
+        else
+            expect_report(KIND(RP_ERR_INVALID_FREE), sb->p);
+        verify_block(sb, sb->usable, "by a refused free");
+        return;
+    }
+    case 9: { /* a write after free into the links of a free neighbour, then free the block */
+        block *sb = live_span_slot(0, (unsigned)s);
+        if (!sb)
+            return;
+        rp_block *hdr = rp_block_of_user(sb->p), *next = rp_block_next(hdr), *target = NULL;
+        if (!(next->bits & RP_HDR_SENTINEL) && (next->bits & RP_HDR_FREE) && !(offset & 2 && (hdr->bits & RP_HDR_PREV_FREE)))
+            target = next;
+        else if (hdr->bits & RP_HDR_PREV_FREE)
+            target = rp_block_prev(hdr);
+        if (!target)
+            return;
+        nsaved = 0;
+        set_ptr((offset & 1) ? (void *)&rp_links(target)->prev : (void *)&rp_links(target)->next, target);
+        rp_free(sb->p);
+        restore_bytes();
+        expect_report(KIND(RP_ERR_CORRUPT_FREE_LIST), target);
+        verify_block(sb, sb->usable, "by a refused free");
+        return;
+    }
+    case 11: { /* a write after free into a small free block's header: the allocation that
+                * would take it must refuse it */
+        rp_heap *h = S.heaps[0].h;
+        uint32_t map = h->index.sl_bitmap[0] & (~0u << (offset % RP_SL_COUNT));
+        if (!map)
+            return;
+        rp_block *x = h->index.heads[0][rp_ctz(map)];
+        if (x->size < RP_USER_OFFSET + RP_HOOK_SUFFIX + 16)
+            return;
+        size_t request = x->size - RP_USER_OFFSET - RP_HOOK_SUFFIX;
+        nsaved = 0;
+        xor_u32(&((uint32_t *)x)[(offset >> 8) & 3], 1u << ((offset >> 10) & 31));
+        EXPECT(rp_alloc(h, request, 0) == NULL, "rp_alloc(%zu) handed out free block %p with a broken header",
+               request, (void *)x);
+        restore_bytes();
+        expect_report(KIND(RP_ERR_CORRUPT_FREE_LIST), x);
+        return;
+    }
+    case 6: { /* a region over memory a live block occupies */
         if (!b->p)
             return;
         size_t len = extent(b) + 8192;
@@ -957,6 +1051,8 @@ static void do_misuse(uint8_t kind, int s, uint16_t offset)
         verify_block(b, b->usable, "by a refused region");
         return;
     }
+    default: /* 12..15: free for new kinds */
+        return;
     }
 }
 
@@ -968,23 +1064,6 @@ static void do_misuse(uint8_t kind, int s, uint16_t offset)
  * entry, a region's magic, the spare span), checks that rp_heap_check fails naming an
  * invariant and that walking the damaged heap neither crashes nor hangs, then puts the bytes
  * back and checks that the heap is whole again. Each change is one no invariant can miss. */
-
-/* The header of a live span block of heap k (from slot `from` on), or NULL. */
-static rp_block *live_span_header(int k, unsigned from)
-{
-    for (unsigned i = 0; i < NSLOTS; i++) {
-        block *b = &S.slots[(from + i) % NSLOTS];
-        if (!b->p || b->heap != k)
-            continue;
-        rp_region *r = rp_pagemap_lookup(b->p);
-        if (!r || (uintptr_t)b->p < r->base)
-            continue;
-        rp_page *d = rp_page_of(r, b->p);
-        if (d->state == RP_PAGE_SPAN || d->state == RP_PAGE_SPAN_TAIL)
-            return rp_block_of_user(b->p);
-    }
-    return NULL;
-}
 
 /* The head of the lowest non-empty free-index class, or NULL. */
 static rp_block *some_free_block(rp_heap *h)

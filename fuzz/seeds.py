@@ -184,6 +184,13 @@ def heap_ops_seeds():
     s["seed-corrupt"] = setup + b"".join(corrupt(k, sel, x) for k in range(16)
                                          for sel, x in ((0, 1), (0x1235, 0x42), (0x8007, 0x81))) + check()
     s["seed-edges"] = shape(2) + alloc(0, 100) + edges() + free(0) + edges()
+    # Program bugs the release flavour must report, not follow: an overflow into the next
+    # header, an underflow into the block's own, writes after free into a free neighbour's
+    # links or a free block's header (then free, grow or allocate).
+    s["seed-hardening"] = (shape(4) + alloc_run(0, 16, 100) + alloc(20, 40) + free(5) + free(9) + free(12) +
+                           misuse(8, 0, 0) + misuse(8, 3, 0x1f) + misuse(8, 15, 7) + misuse(10, 1, 3) +
+                           misuse(10, 2, 0x10) + misuse(9, 4, 0) + misuse(9, 8, 3) + misuse(9, 10, 1) +
+                           misuse(11, 0, 0) + misuse(11, 0, 0x1d05) + check())
     # Writes after free into a free block's links: the allocation that would take it refuses.
     s["seed-uaf-links"] = (shape(4) + alloc_run(0, 12, 100) + free(3) + free(7) + free(9) + misuse(7, 0, 0) +
                            misuse(7, 0, 0x100) + alloc_run(20, 4, 40) + free_run(20, 4, 2) + misuse(7, 0, 0x105) +
