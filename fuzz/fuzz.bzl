@@ -63,7 +63,7 @@ def _manifest_impl(ctx):
     lines = ["# Generated from the Bazel graph by //fuzz:%s; check with %s_test." % (ctx.label.name, ctx.label.name)]
     lines += ["name " + ctx.attr.target]
     lines += ["corpus " + ctx.label.package + "/" + ctx.attr.corpus]
-    lines += ["harness " + f.path for f in ctx.files.harness]
+    lines += ["harness " + f.path for f in ctx.files.harness if f.extension == "c"]
     lines += ["arg " + a for a in ctx.attr.fuzzer_args]
     lines += ["src " + p for p in sorted({p: 1 for p in srcs}.keys())]
     lines += ["define " + d for d in sorted({d: 1 for d in defines}.keys())]
@@ -80,7 +80,7 @@ _fuzz_manifest = rule(
     attrs = {
         "target": attr.string(),
         "corpus": attr.string(),
-        "harness": attr.label_list(allow_files = [".c"]),
+        "harness": attr.label_list(allow_files = [".c", ".h"]),
         "fuzzer_args": attr.string_list(),
         "deps": attr.label_list(aspects = [_sources_aspect]),
     },
