@@ -96,8 +96,10 @@ report_crash() {
     echo "-- input, hex:"
     od -An -tx1 -v "$artifact" | head -64
     echo "-- report:"
-    # The harness's own message, the sanitizer's report and libFuzzer's summary.
-    grep -v -E '^(INFO|#[0-9]+|MS:|\s*$)' "$log" | grep -A60 -m1 -E 'ERROR|runtime error|heap_ops \(|options:|SUMMARY|deadly signal|Timeout|out-of-memory' | head -80
+    # The harness's own message, the sanitizer's report and libFuzzer's summary: the log
+    # without libFuzzer's start-up and progress lines.
+    grep -v -E '^(INFO:|#[0-9]+[[:space:]]|MS:|Running:|Executed|\*\*\*|[[:space:]]*$)' "$log" |
+        grep -v -E '^(/.*: Running|stat::|Base64:|0x[0-9a-f]+,|artifact_prefix)' | head -80
     echo "-- end of report for $target"
 }
 
@@ -300,8 +302,7 @@ mutants() {
         if [ "$rc" -ne 0 ] && grep -q '^!! .*crash' "$work/$name.run"; then
             caught=$((caught + 1))
             local why
-            why=$(sed -n '/^-- report:/,$p' "$work/$name.run" | grep -m1 -E 'heap_ops \(|options:|ERROR: AddressSanitizer|runtime error|ERROR: libFuzzer' |
-                sed -E 's/0x[0-9a-f]+/0x.../g' | cut -c1-110)
+            why=$(sed -n '/^-- report:/,$p' "$work/$name.run" | sed -n 2p | sed -E 's/0x[0-9a-f]+/0x.../g' | cut -c1-110)
             lines+=("$(printf '%-24s %-16s caught in %5s s: %s' "$name" "$target" "$secs_taken" "$why")")
         else
             lines+=("$(printf '%-24s %-16s NOT caught in %s s' "$name" "$target" "$secs")")
