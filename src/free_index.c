@@ -16,8 +16,9 @@ size_t rp_free_index_largest(const rp_free_index *ix)
         return 0;
     unsigned fl = rp_fls(ix->fl_bitmap);
     unsigned sl = rp_fls(ix->sl_bitmap[fl]);
-    size_t largest = 0;
-    for (rp_block *b = ix->heads[fl][sl]; b; b = rp_links(b)->next)
+    size_t largest = 0, steps = 0;
+    /* Bounded by the free-block count, so a corrupted (cyclic) list cannot hang stats. */
+    for (rp_block *b = ix->heads[fl][sl]; b && steps <= ix->free_blocks; b = rp_links(b)->next, steps++)
         if (b->size > largest)
             largest = b->size;
     return largest;
