@@ -16,23 +16,16 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "child_process.h"
+#include "debug_testing.h"
 #include "rampart.h"
 #include "rampart_debug.h"
 #include "testing.h"
 
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define UNDER_ASAN 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__)
-#define UNDER_ASAN 1
-#endif
 #ifdef UNDER_ASAN
 #include <sanitizer/asan_interface.h>
 #endif
 
-#define KEEP_FRAME() __asm__ volatile("" ::: "memory")
 
 /* The program's bug: an off-by-N write from user code (instrumented under ASan). */
 __attribute__((noinline)) void write_past_end(char *p, long at)
@@ -41,11 +34,12 @@ __attribute__((noinline)) void write_past_end(char *p, long at)
     KEEP_FRAME();
 }
 
-/* Runs the overflow in a child; returns what it printed on stderr and how it ended. */
-static int run_overflow_child(char *err, size_t len, int *status, void **header)
+/* Runs the overflow in a forked child (the heap is set up before the fork, so the child's
+ * only action is the bad write and the free); collects its stderr and status. */
+static void run_overflow_child(child_result *r, void **header)
 {
-    int pipe_fds[2];
-    REQUIRE(pipe(pipe_fds) == 0);
+    int out[2], err[2];
+    REQUIRE(pipe(out) == 0 && pipe(err) == 0);
     rp_heap *h = rp_heap_create(NULL);
     char *a = rp_alloc(h, 40, 0); /* 48 usable bytes in the core's block: 40 + 8 trailer */
     char *b = rp_alloc(h, 40, 0);
@@ -55,32 +49,33 @@ static int run_overflow_child(char *err, size_t len, int *status, void **header)
     pid_t pid = fork();
     REQUIRE(pid >= 0);
     if (pid == 0) {
-        dup2(pipe_fds[1], 2);
-        close(pipe_fds[0]);
+        dup2(out[1], 1);
+        dup2(err[1], 2);
+        close(out[0]);
+        close(err[0]);
         write_past_end(a, 48);
         rp_free(a);
         _exit(0);
     }
-    close(pipe_fds[1]);
-    size_t used = 0;
-    ssize_t n;
-    while (used + 1 < len && (n = read(pipe_fds[0], err + used, len - 1 - used)) > 0)
-        used += (size_t)n;
-    err[used] = 0;
-    close(pipe_fds[0]);
-    waitpid(pid, status, 0);
+    close(out[1]);
+    close(err[1]);
+    child_drain(out[0], err[0], r);
+    int status;
+    waitpid(pid, &status, 0);
+    r->exited = WIFEXITED(status);
+    r->code = r->exited ? WEXITSTATUS(status) : 0;
+    r->signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
     rp_free(b);
     rp_free(a);
     rp_heap_destroy(h);
-    return 0;
 }
 
 static void check_overflow_is_reported(void)
 {
-    static char err[65536];
-    int status = 0;
+    static child_result r;
     void *header = NULL;
-    run_overflow_child(err, sizeof err, &status, &header);
+    run_overflow_child(&r, &header);
+    const char *err = r.err;
     char addr[32];
     snprintf(addr, sizeof addr, "%p", header);
 #ifdef UNDER_ASAN
@@ -89,12 +84,12 @@ static void check_overflow_is_reported(void)
     CHECKF(strstr(err, addr) != NULL, "ASan report does not name %s:\n%s", addr, err);
     CHECKF(strstr(err, "WRITE of size 1") != NULL && strstr(err, "write_past_end") != NULL, "%s", err);
     CHECKF(strstr(err, "ERROR: rampart") == NULL, "rampart reported first:\n%s", err);
-    CHECK(WIFEXITED(status) && WEXITSTATUS(status) != 0);
+    CHECK(r.exited && r.code != 0);
 #else
     /* Without ASan, rampart catches the same write when the block is freed. */
     CHECKF(strstr(err, "ERROR: rampart: corrupted-block-header on address") != NULL, "no rampart report:\n%s", err);
     CHECKF(strstr(err, addr) != NULL, "rampart report does not name %s:\n%s", addr, err);
-    CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT);
+    CHECK(!r.exited && r.signal == SIGABRT);
 #endif
 }
 

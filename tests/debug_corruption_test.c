@@ -18,22 +18,8 @@
 #include "rampart.h"
 #include "rampart_debug.h"
 #include "report_parse.h"
+#include "debug_testing.h"
 #include "testing.h"
-
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define TEST_NO_ASAN __attribute__((no_sanitize_address))
-#endif
-#endif
-#if !defined(TEST_NO_ASAN) && defined(__SANITIZE_ADDRESS__)
-#define TEST_NO_ASAN __attribute__((no_sanitize_address))
-#endif
-#ifndef TEST_NO_ASAN
-#define TEST_NO_ASAN
-#endif
-
-/* Keeps a call from becoming a tail call (which would remove the caller's frame). */
-#define KEEP_FRAME() __asm__ volatile("" ::: "memory")
 
 /* ---- the program under test: call sites whose names the reports must show ---- */
 

@@ -14,9 +14,8 @@
 #include "child_process.h"
 #include "rampart.h"
 #include "rampart_debug.h"
+#include "debug_testing.h"
 #include "testing.h"
-
-#define KEEP_FRAME() __asm__ volatile("" ::: "memory")
 
 static rp_heap *target; /* NULL = the default heap */
 

@@ -15,21 +15,8 @@
 #include "rampart.h"
 #include "rampart_debug.h"
 #include "src/heap.h"
+#include "debug_testing.h"
 #include "testing.h"
-
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define TEST_NO_ASAN __attribute__((no_sanitize_address))
-#endif
-#endif
-#if !defined(TEST_NO_ASAN) && defined(__SANITIZE_ADDRESS__)
-#define TEST_NO_ASAN __attribute__((no_sanitize_address))
-#endif
-#ifndef TEST_NO_ASAN
-#define TEST_NO_ASAN
-#endif
-
-#define KEEP_FRAME() __asm__ volatile("" ::: "memory")
 
 /* Memory the program may not touch under ASan (metadata, freed blocks): read and written
  * only through these. */

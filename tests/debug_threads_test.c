@@ -8,6 +8,7 @@
 
 #include "rampart.h"
 #include "rampart_debug.h"
+#include "debug_testing.h"
 #include "testing.h"
 
 #define THREADS 4
@@ -16,8 +17,6 @@
 
 static rp_heap *shared;
 static void *exchange[SLOTS]; /* blocks handed between threads (atomic slots) */
-
-#define KEEP_FRAME() __asm__ volatile("" ::: "memory")
 
 /* Distinct call sites, so the threads keep adding stacks to the depot at first. */
 #define SITE(n)                                                                                \

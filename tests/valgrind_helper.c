@@ -2,9 +2,8 @@
  * rampart heap (debug flavour), which memcheck must report through rampart's client requests. */
 #include <stdio.h>
 
+#include "debug_testing.h"
 #include "rampart.h"
-
-#define KEEP_FRAME() __asm__ volatile("" ::: "memory")
 
 /* Allocates 100 bytes and drops the only pointer. */
 __attribute__((noinline)) void leak_one_block(void)

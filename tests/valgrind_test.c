@@ -9,14 +9,10 @@
 #include <string.h>
 
 #include "child_process.h"
+#include "debug_testing.h"
 #include "testing.h"
 
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define UNDER_SANITIZER 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#if defined(UNDER_ASAN) || defined(UNDER_TSAN)
 #define UNDER_SANITIZER 1
 #endif
 
