@@ -81,7 +81,7 @@ int rp_hook_check_heap(rp_heap *h, char *why, size_t len)
     }
     if (rp_quarantine_check(h, s.quarantined, why, len))
         return 1;
-    return rp_depot_check(why, len);
+    return rp_depot_check_if_grown(why, len);
 }
 
 /* A core invariant failed: its kind from the invariant's family, its address from the first

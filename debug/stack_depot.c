@@ -193,3 +193,15 @@ int rp_depot_check(char *why, size_t len)
     pthread_mutex_unlock(&depot_lock);
     return rc;
 }
+
+int rp_depot_check_if_grown(char *why, size_t len)
+{
+    static size_t checked; /* stacks stored when a check last passed */
+    size_t now = rp_depot_count();
+    if (now == __atomic_load_n(&checked, __ATOMIC_RELAXED))
+        return 0;
+    int rc = rp_depot_check(why, len);
+    if (!rc)
+        __atomic_store_n(&checked, now, __ATOMIC_RELAXED);
+    return rc;
+}

@@ -50,6 +50,10 @@ size_t rp_depot_bytes(void);
 /* Verifies S1..S3. 0, or 1 and a message naming the first violation in why. */
 int rp_depot_check(char *why, size_t len);
 
+/* rp_depot_check, skipped when no stack was stored since the last check that passed (the
+ * depot only grows): what rp_heap_check runs, so frequent checks stay cheap. */
+int rp_depot_check_if_grown(char *why, size_t len);
+
 #ifdef __cplusplus
 }
 #endif
