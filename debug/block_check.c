@@ -84,18 +84,67 @@ int rp_block_verify(rp_heap *h, void *user, size_t usable, rp_debug_meta *m, rp_
     return RP_VERIFY_OK;
 }
 
+/* Could p be a free block of h's spans? (Checked before following a free-list link.) */
+static int in_heap_span(rp_heap *h, const void *p)
+{
+    rp_region *r = rp_pagemap_lookup(p);
+    if (!r || r->heap != h || (uintptr_t)p < r->base || ((uintptr_t)p & (RP_GRANULE - 1)))
+        return 0;
+    rp_page *d = rp_page_of(r, p);
+    return d->state == RP_PAGE_SPAN || d->state == RP_PAGE_SPAN_TAIL;
+}
+
+/* I4 for the free block x: its neighbours on the list point back at it (what the core checks
+ * when it takes x off its list to merge it). */
 RP_NO_SANITIZE_ADDRESS
-int rp_block_check_next_header(rp_heap *h, void *user, size_t usable, const rp_debug_meta *m, rp_fault *fault)
+static int links_consistent(rp_heap *h, rp_block *x)
+{
+    rp_block *next = rp_links(x)->next, *prev = rp_links(x)->prev;
+    if (next && (!in_heap_span(h, next) || rp_links(next)->prev != x))
+        return 0;
+    if (prev)
+        return in_heap_span(h, prev) && rp_links(prev)->next == x;
+    unsigned fl, sl;
+    rp_class_of(x->size, &fl, &sl);
+    return h->index.heads[fl][sl] == x;
+}
+
+RP_NO_SANITIZE_ADDRESS
+int rp_block_check_neighbours(rp_heap *h, void *user, size_t usable, const rp_debug_meta *m, rp_fault *fault)
 {
     rp_region *r = rp_pagemap_lookup(user);
     rp_page *d = rp_page_of(r, user);
     if (d->state != RP_PAGE_SPAN && d->state != RP_PAGE_SPAN_TAIL)
         return 0;
+    size_t requested = (size_t)m->requested;
+    rp_block *b = rp_block_of_user(user);
     rp_block *next = (rp_block *)((char *)user + usable);
-    if (RP_LIKELY(rp_block_valid(h->secret, next)))
-        return 0;
-    rp_debug_fault(fault, RP_ERR_CORRUPT_BLOCK, h, next, user, (size_t)m->requested, m,
-                   "header of the block after %p (at %p) is corrupted: an overflow past the end of %p?", user,
-                   (void *)next, user);
-    return 1;
+    if (RP_UNLIKELY(!rp_block_valid(h->secret, next))) {
+        rp_debug_fault(fault, RP_ERR_CORRUPT_BLOCK, h, next, user, requested, m,
+                       "header of the block after %p (at %p) is corrupted: an overflow past the end of %p?", user,
+                       (void *)next, user);
+        return 1;
+    }
+    if ((next->bits & RP_HDR_FREE) && RP_UNLIKELY(!links_consistent(h, next))) {
+        rp_debug_fault(fault, RP_ERR_CORRUPT_FREE_LIST, h, next, user, requested, m,
+                       "free-list links of free block %p after %p are inconsistent (written after free?)",
+                       (void *)next, user);
+        return 1;
+    }
+    if (b->bits & RP_HDR_PREV_FREE) {
+        rp_block *prev = rp_block_prev(b);
+        if (RP_UNLIKELY(!in_heap_span(h, prev) || !rp_block_valid(h->secret, prev) || !(prev->bits & RP_HDR_FREE) ||
+                        prev->size != b->prev_size)) {
+            rp_debug_fault(fault, RP_ERR_CORRUPT_BLOCK, h, prev, user, requested, m,
+                           "free block before %p (at %p) is corrupted", user, (void *)prev);
+            return 1;
+        }
+        if (RP_UNLIKELY(!links_consistent(h, prev))) {
+            rp_debug_fault(fault, RP_ERR_CORRUPT_FREE_LIST, h, prev, user, requested, m,
+                           "free-list links of free block %p before %p are inconsistent (written after free?)",
+                           (void *)prev, user);
+            return 1;
+        }
+    }
+    return 0;
 }

@@ -18,11 +18,13 @@ enum { RP_VERIFY_OK = 0, RP_VERIFY_P1 = 1, RP_VERIFY_P2, RP_VERIFY_P3, RP_VERIFY
  * the first bad byte and the block's history, and returns the RP_VERIFY_* code. */
 int rp_block_verify(rp_heap *h, void *user, size_t usable, rp_debug_meta *m, rp_fault *fault);
 
-/* A free or realloc of a span block also checks the header of the block right after it (the
- * core's K1), which an overflow that skips the trailer lands in; the core would otherwise
- * only notice when the block leaves quarantine. 0, or 1 with a corrupted-block fault that
- * names the block and its history (*m). */
-int rp_block_check_next_header(rp_heap *h, void *user, size_t usable, const rp_debug_meta *m, rp_fault *fault);
+/* A free or realloc of a span block also checks its neighbours as the core will when the
+ * block leaves quarantine: the header right after it (K1), which an overflow that skips the
+ * trailer lands in, and the header and free-list links of a free neighbour (I4), which a write
+ * after free lands in. Otherwise these would only be noticed a whole quarantine later. 0, or 1
+ * with a corrupted-block or corrupted-free-list fault naming the damaged neighbour and the
+ * freed block's history (*m). */
+int rp_block_check_neighbours(rp_heap *h, void *user, size_t usable, const rp_debug_meta *m, rp_fault *fault);
 
 /* Name of a RP_VERIFY_* code ("P1".."P7"). */
 const char *rp_verify_name(int code);

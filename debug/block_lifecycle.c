@@ -52,7 +52,7 @@ int rp_hook_free(rp_heap *h, void *user, size_t usable, struct rp_fault *fault)
     rp_debug_periodic_check(h, fault);
     rp_debug_meta m;
     if (freed_already(h, user, &m, "free", fault) || rp_block_verify(h, user, usable, &m, fault) != RP_VERIFY_OK ||
-        rp_block_check_next_header(h, user, usable, &m, fault))
+        rp_block_check_neighbours(h, user, usable, &m, fault))
         return RP_HOOK_FREE_REFUSE;
     const rp_debug_config *cfg = rp_debug_config_get();
     rp_debug_heap *d = rp_debug_of(h);
@@ -83,7 +83,7 @@ int rp_hook_access(rp_heap *h, void *user, size_t usable, int for_realloc, struc
     if (!for_realloc)
         return 0;
     if (rp_block_verify(h, user, usable, &m, fault) != RP_VERIFY_OK ||
-        rp_block_check_next_header(h, user, usable, &m, fault))
+        rp_block_check_neighbours(h, user, usable, &m, fault))
         return 1;
     /* An in-place resize may write a block header into the trailer: open it for the core
      * (rp_hook_resize, or the free of a moved block, closes it again). */
