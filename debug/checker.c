@@ -48,12 +48,12 @@ static int scan_block(rp_heap *h, rp_region *r, const rp_block_info *info, void 
         /* F1: the payload after the header and the free-list links. */
         char *payload = (char *)info->addr + RP_MIN_BLOCK;
         size_t n = info->size - RP_MIN_BLOCK;
-        rp_san_open(payload, n);
+        /* Free memory stays addressable under Valgrind, and the search reads past ASan. */
         const unsigned char *bad = rp_poison_find_mismatch(payload, n, cfg->free_fill);
-        if (bad)
-            s->found = *bad;
-        rp_san_close_free(payload, n);
         if (bad) {
+            rp_san_open(bad, 1);
+            s->found = *bad;
+            rp_san_close_free(bad, 1);
             s->bad = bad;
             s->free_block = info->addr;
         }

@@ -18,7 +18,8 @@
 /* Fills [p, p+len) with byte. The caller opens the bytes for the sanitizers. */
 void rp_poison_fill(void *p, size_t len, unsigned char byte);
 
-/* The first byte of [p, p+len) that is not byte, or NULL. */
+/* The first byte of [p, p+len) that is not byte, or NULL. Reads without ASan checks, so
+ * poisoned allocator memory needs no opening (Valgrind still needs it addressable). */
 const unsigned char *rp_poison_find_mismatch(const void *p, size_t len, unsigned char byte);
 
 #endif

@@ -15,7 +15,7 @@
  * back and checks that the heap is whole again. Each change is one no invariant can miss. */
 
 /* The head of the lowest non-empty free-index class, or NULL. */
-static rp_block *some_free_block(rp_heap *h)
+RP_NO_SANITIZE_ADDRESS static rp_block *some_free_block(rp_heap *h)
 {
     if (!h->index.fl_bitmap)
         return NULL;
@@ -72,7 +72,7 @@ static int is_invariant_tag(const char *why)
 }
 
 /* Applies damage `kind`; returns 0 when the heap has nothing of that kind to damage. */
-static int damage(heap_model *m, unsigned kind, unsigned sel, uint8_t x)
+RP_NO_SANITIZE_ADDRESS static int damage(heap_model *m, unsigned kind, unsigned sel, uint8_t x)
 {
     rp_heap *h = m->h;
     int k = (int)(m - model.heaps);
