@@ -30,6 +30,14 @@ static size_t stored;                      /* ids 1..stored exist; release-publi
 static size_t os_bytes;
 static char *chunk_next, *chunk_end;
 static pthread_mutex_t depot_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
+/* fork() while another thread inserts must not leave the child's depot locked. The child
+ * just gets a fresh lock: an insertion cut short by the fork has published nothing (the
+ * bucket and the count are written last), so at worst a few chunk bytes are lost. Taking the
+ * lock before the fork instead could deadlock against heap locks taken by other handlers. */
+static void depot_reset_in_child(void) { pthread_mutex_init(&depot_lock, NULL); }
+static void register_atfork(void) { pthread_atfork(NULL, NULL, depot_reset_in_child); }
 
 static uint32_t hash_frames(const uintptr_t *frames, unsigned n)
 {
@@ -80,6 +88,7 @@ uint32_t rp_depot_put(const uintptr_t *frames, unsigned n)
     uint32_t id = find(hash, frames, n);
     if (id)
         return id;
+    pthread_once(&atfork_once, register_atfork);
     pthread_mutex_lock(&depot_lock);
     id = find(hash, frames, n); /* another thread may have stored it meanwhile */
     if (id)
