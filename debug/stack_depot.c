@@ -32,11 +32,25 @@ static char *chunk_next, *chunk_end;
 static pthread_mutex_t depot_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 
-/* fork() while another thread inserts must not leave the child's depot locked. The child
- * just gets a fresh lock: an insertion cut short by the fork has published nothing (the
- * bucket and the count are written last), so at worst a few chunk bytes are lost. Taking the
- * lock before the fork instead could deadlock against heap locks taken by other handlers. */
-static void depot_reset_in_child(void) { pthread_mutex_init(&depot_lock, NULL); }
+static depot_stack *stack_of_id(size_t id) { return id_pages[id >> IDS_PER_PAGE_BITS][id & (IDS_PER_PAGE - 1)]; }
+
+/* fork() while another thread inserts must not leave the child's depot locked. The child gets
+ * a fresh lock (taking it before the fork could deadlock against heap locks taken by other
+ * fork handlers) and finishes an insertion the fork cut short: one publishes the id table,
+ * then the count, then the bucket, so only the newest stack can be missing from its chain. */
+static void depot_reset_in_child(void)
+{
+    pthread_mutex_init(&depot_lock, NULL);
+    if (!stored)
+        return;
+    depot_stack *newest = stack_of_id(stored);
+    depot_stack **bucket = &buckets[newest->hash & (NBUCKETS - 1)];
+    for (depot_stack *s = *bucket; s; s = s->next)
+        if (s == newest)
+            return;
+    newest->next = *bucket;
+    *bucket = newest;
+}
 static void register_atfork(void) { pthread_atfork(NULL, NULL, depot_reset_in_child); }
 
 static uint32_t hash_frames(const uintptr_t *frames, unsigned n)
@@ -112,10 +126,10 @@ uint32_t rp_depot_put(const uintptr_t *frames, unsigned n)
     s->n = n;
     memcpy(s->frames, frames, n * sizeof *frames);
     id_pages[page][next_id & (IDS_PER_PAGE - 1)] = s;
+    __atomic_store_n(&stored, next_id, __ATOMIC_RELEASE); /* rp_depot_get may use it now */
     depot_stack **bucket = &buckets[hash & (NBUCKETS - 1)];
     s->next = *bucket;
-    __atomic_store_n(bucket, s, __ATOMIC_RELEASE);
-    __atomic_store_n(&stored, next_id, __ATOMIC_RELEASE);
+    __atomic_store_n(bucket, s, __ATOMIC_RELEASE); /* lookups find it now */
     id = s->id;
 out:
     pthread_mutex_unlock(&depot_lock);
@@ -126,7 +140,7 @@ static const depot_stack *by_id(uint32_t id)
 {
     if (id == 0 || id > __atomic_load_n(&stored, __ATOMIC_ACQUIRE))
         return NULL;
-    return id_pages[id >> IDS_PER_PAGE_BITS][id & (IDS_PER_PAGE - 1)];
+    return stack_of_id(id);
 }
 
 unsigned rp_depot_get(uint32_t id, uintptr_t *frames, unsigned max)
@@ -143,7 +157,7 @@ int rp_depot_foreach(int (*fn)(uint32_t id, const uintptr_t *frames, unsigned n,
 {
     size_t count = __atomic_load_n(&stored, __ATOMIC_ACQUIRE);
     for (size_t id = 1; id <= count; id++) {
-        const depot_stack *s = id_pages[id >> IDS_PER_PAGE_BITS][id & (IDS_PER_PAGE - 1)];
+        const depot_stack *s = stack_of_id(id);
         int rc = fn((uint32_t)id, s->frames, s->n, arg);
         if (rc)
             return rc;
@@ -177,7 +191,7 @@ int rp_depot_check(char *why, size_t len)
     int rc = 0;
     pthread_mutex_lock(&depot_lock);
     for (size_t id = 1; id <= stored && !rc; id++) {
-        const depot_stack *s = id_pages[id >> IDS_PER_PAGE_BITS][id & (IDS_PER_PAGE - 1)];
+        const depot_stack *s = stack_of_id(id);
         if (!s || s->id != id)
             rc = fail(why, len, "S1: stack depot id %zu does not name its stack", id);
         else if (s->n == 0 || s->n > RP_STACK_MAX_FRAMES || s->hash != hash_frames(s->frames, s->n))
@@ -189,7 +203,7 @@ int rp_depot_check(char *why, size_t len)
             if (++chained > stored)
                 rc = fail(why, len, "S2: stack depot chains hold more than the %zu stacks stored (cycle?)", stored);
             else if ((s->hash & (NBUCKETS - 1)) != b || s->id == 0 || s->id > stored ||
-                     id_pages[s->id >> IDS_PER_PAGE_BITS][s->id & (IDS_PER_PAGE - 1)] != s)
+                     stack_of_id(s->id) != s)
                 rc = fail(why, len, "S2: stack %u is on the chain of bucket %zu by mistake", s->id, b);
             size_t steps = 0;
             for (const depot_stack *t = s->next; t && !rc && steps++ < stored; t = t->next)
