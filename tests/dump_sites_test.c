@@ -248,7 +248,6 @@ static void test_symbolize(void)
     uint64_t pc_site = (uint64_t)(uintptr_t)marker_allocation_site + 8, pc_main = (uint64_t)(uintptr_t)main + 8;
     const rpd_mapping_info *mi = rpd_mapping_of(&d, pc_site);
     REQUIRE(mi && rpd_mapping_of(&d, pc_main) == mi);
-    CHECK(mi->m.build_id_len >= 16); /* the toolchain gives binaries a GNU build-id */
     synth_mapping m = {mi->m.start, mi->m.end, mi->m.load_bias, mi->path, mi->build_id, mi->m.build_id_len};
     synth_stack st = {3, 2, {pc_site, pc_main}};
     synth_block blocks[] = {{77, RPD_STATE_USED, 3}};
@@ -270,7 +269,14 @@ static void test_symbolize(void)
     jv_free(v);
     tool_run_free(&r);
 
-    /* Another build-id: not the file that ran. */
+    /* Another build-id: not the file that ran. (gcc's driver always gives a GNU build-id;
+     * lld gives one only with --build-id.) */
+    if (!mi->m.build_id_len) {
+        printf("the test binary has no build-id: build-id mismatch not tested\n");
+        rpd_close(&d);
+        free(buf);
+        return;
+    }
     uint8_t other[64];
     memcpy(other, mi->build_id, mi->m.build_id_len);
     other[0] ^= 0xff;
