@@ -48,10 +48,13 @@ static int child(const char *dir)
         char path[4096];
         snprintf(path, sizeof path, "%s/d.%d.%d.rpd", dir, (int)getpid(), k);
         kill(getpid(), SIGUSR2);
-        /* Keep the heap busy until the dumper thread has written the file. */
+        /* Keep the heap busy until the dumper thread has written the file (10 s at most). */
+        time_t deadline = time(NULL) + 10;
         for (int waited = 0; access(path, F_OK) != 0; waited++) {
-            if (waited > 2000000)
+            if (time(NULL) > deadline) {
+                fprintf(stderr, "no dump %s after 10 s\n", path);
                 return 3;
+            }
             for (int i = 0; i < 64; i++, n++) {
                 rp_free(churn[n % 64]);
                 churn[n % 64] = rp_alloc(h, 16 + n % 500, 0);
