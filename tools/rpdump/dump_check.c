@@ -211,12 +211,12 @@ static void check_page_record(checker *c, walk_state *w, const rpd_block_at *ba)
         (b->block_size & (PAGE - 1)) || end > w->region_end) {
         violation(c, "D1", ba->offset, "page-tier block 0x%llx (%llu bytes) does not continue region %ld at 0x%llx",
                   X(b->block), X(b->block_size), w->region, X(w->page_cursor));
-        if (!ok || end > w->region_end || b->block < w->page_cursor) {
+        if (!ok || end > w->region_end || end <= w->page_cursor) {
             w->prev_page_free = 0;
             return; /* unusable: skip it, keep the cursor */
         }
     }
-    w->page_cursor = end;
+    w->page_cursor = end; /* after a violation: resynchronise on this record */
     uint64_t pages = b->block_size / PAGE;
     int is_free = b->state == RPD_STATE_FREE;
     if (is_free || b->state == RPD_STATE_SPAN) {
@@ -271,12 +271,12 @@ static void check_span_record(checker *c, walk_state *w, const rpd_block_at *ba)
         end > w->span_end) {
         violation(c, "K2", ba->offset, "span block 0x%llx (%llu bytes) does not continue span 0x%llx at 0x%llx (span ends at 0x%llx)",
                   X(b->block), X(b->block_size), X(w->span_start), X(w->span_cursor), X(w->span_end));
-        if (!ok || end > w->span_end || b->block < w->span_cursor) {
+        if (!ok || end > w->span_end || end <= w->span_cursor) {
             w->prev_span_free = 0;
             return;
         }
     }
-    w->span_cursor = end;
+    w->span_cursor = end; /* after a violation: resynchronise on this record */
     int is_free = b->state == RPD_STATE_FREE;
     if (is_free) {
         if (w->prev_span_free)
@@ -383,9 +383,10 @@ static int check_heap(checker *c, const rpd_heap_info *h, rpd_error *err)
             check_span_record(c, &w, &ba);
     }
     if (rc == 0) {
+        /* A walk the writer had to stop ends early: only the records it wrote are checked. */
         uint64_t end = h->blocks_sec->offset + h->blocks_sec->length;
-        close_region(c, &w, end);
         if (!(h->rec.dump_flags & RPD_HEAP_WALK_INCOMPLETE)) {
+            close_region(c, &w, end);
             for (long skipped = w.region + 1; skipped < (long)h->nregions; skipped++)
                 violation(c, "D1", end, "region %ld has no block records", skipped);
             check_totals(c, &w);
