@@ -241,7 +241,8 @@ static void write_heap_record(rpd_encoder *e, rp_heap *h, uint32_t index, const 
     out.page_size = RP_PAGE_SIZE;
     if (walk_error) {
         out.dump_flags |= RPD_HEAP_WALK_INCOMPLETE;
-        strncpy(out.note, walk_error, sizeof out.note - 1);
+        size_t n = strnlen(walk_error, sizeof out.note - 1);
+        memcpy(out.note, walk_error, n); /* out was zeroed: stays NUL-terminated */
     }
     uint8_t raw[RPD_HEAP_BYTES];
     rpd_heap_encode(&out, raw);

@@ -1,6 +1,7 @@
 #include "dump_synth.h"
 
 #include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -168,7 +169,7 @@ int synth_write(const synth_dump *s, const char *path)
     rpd_enc_record(&e, qraw, sizeof qraw);
     rpd_enc_end(&e);
 
-    strncpy(h.name, s->heap_name ? s->heap_name : "synthetic", sizeof h.name - 1);
+    snprintf(h.name, sizeof h.name, "%s", s->heap_name ? s->heap_name : "synthetic");
     h.address = base - 0x100000;
     h.spans = 1;
     h.span_bytes = SPAN_PAGES * PAGE;
