@@ -25,12 +25,12 @@ static void *core_alloc(rp_heap *h, size_t size, size_t align, rp_fault *f)
         size_t usable;
         void *p = rp_large_alloc(h, size, align, &usable);
         if (p)
-            rp_hook_alloc(h, p, size, usable, align);
+            rp_hook_alloc(h, p, size, usable, align, f);
         return p;
     }
     void *p = rp_span_alloc(h, size, align, f);
     if (p)
-        rp_hook_alloc(h, p, size, rp_block_usable(rp_block_of_user(p)), align);
+        rp_hook_alloc(h, p, size, rp_block_usable(rp_block_of_user(p)), align, f);
     return p;
 }
 
@@ -93,7 +93,7 @@ static void core_free(rp_heap *h, void *p, const rp_located *loc, rp_fault *f)
         rp_large_release(h, loc->head);
 }
 
-/* Used by the debug runtime to release a block it held back (heap locked). */
+/* Used by the debug runtime to release a block it held back (heap locked; hooks.h). */
 void rp_core_release(rp_heap *h, void *p, rp_fault *f)
 {
     rp_region *r = rp_pagemap_lookup(p);
@@ -153,7 +153,7 @@ size_t rp_usable_size(const void *p)
     rp_located loc;
     size_t n = 0;
     rp_lock_acquire(&h->lock);
-    if (rp_locate(h, r, p, &loc, &f) == 0)
+    if (rp_locate(h, r, p, &loc, &f) == 0 && rp_hook_access(h, (void *)p, loc.usable, 0, &f) == 0)
         n = rp_hook_usable(h, (void *)p, loc.usable);
     rp_lock_release(&h->lock);
     if (f.kind)
@@ -198,7 +198,7 @@ void *rp_realloc(rp_heap *h, void *p, size_t size)
     void *q = NULL;
     rp_located loc;
     rp_lock_acquire(&owner->lock);
-    if (rp_locate(owner, r, p, &loc, &f) != 0)
+    if (rp_locate(owner, r, p, &loc, &f) != 0 || rp_hook_access(owner, p, loc.usable, 1, &f) != 0)
         goto out;
     size_t old_usable = rp_hook_usable(owner, p, loc.usable);
     if (target == owner) {
@@ -215,7 +215,7 @@ void *rp_realloc(rp_heap *h, void *p, size_t size)
             goto out;
         if (in_place) {
             size_t usable = loc.tier == RP_TIER_SPAN ? rp_block_usable(loc.block) : loc.head->u.large.usable;
-            rp_hook_resize(owner, p, size, usable);
+            rp_hook_resize(owner, p, size, usable, &f);
             q = p;
             goto out;
         }

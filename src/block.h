@@ -63,12 +63,18 @@ enum {
 
 _Static_assert(RP_HOOK_PREFIX % RP_GRANULE == 0, "debug prefix keeps user pointers aligned");
 
+/* Helpers that read a header are RP_NO_SANITIZE_ADDRESS like every core function touching
+ * block memory: the debug flavour poisons headers under ASan. */
 static inline rp_free_links *rp_links(rp_block *b) { return (rp_free_links *)(b + 1); }
+RP_NO_SANITIZE_ADDRESS
 static inline rp_block *rp_block_next(rp_block *b) { return (rp_block *)((char *)b + b->size); }
+RP_NO_SANITIZE_ADDRESS
 static inline rp_block *rp_block_prev(rp_block *b) { return (rp_block *)((char *)b - b->prev_size); }
 static inline void *rp_block_user(rp_block *b) { return (char *)b + RP_USER_OFFSET; }
 static inline rp_block *rp_block_of_user(const void *p) { return (rp_block *)((char *)p - RP_USER_OFFSET); }
+RP_NO_SANITIZE_ADDRESS
 static inline size_t rp_block_usable(const rp_block *b) { return b->size - RP_USER_OFFSET; }
+RP_NO_SANITIZE_ADDRESS
 static inline unsigned rp_block_align_log2(const rp_block *b)
 {
     return (b->bits & RP_HDR_ALIGN_MASK) >> RP_HDR_ALIGN_SHIFT;

@@ -58,6 +58,7 @@ static void table_put(checker *c, rp_block *b)
 }
 
 /* 1 if b was listed on the index (and removes it, so a second match fails). */
+RP_NO_SANITIZE_ADDRESS
 static int table_take(checker *c, rp_block *b)
 {
     if (!c->table) {
@@ -337,22 +338,16 @@ static int check_region(checker *c, rp_region *r)
     return 0;
 }
 
-int rp_heap_check(rp_heap *h, char *why, size_t len)
+RP_NO_SANITIZE_ADDRESS /* reads the spare span's header (H4) */
+int rp_heap_check_locked(rp_heap *h, char *why, size_t len)
 {
-    h = rp_heap_resolve(h);
     if (why && len)
         why[0] = 0;
-    if (!h) {
-        if (why && len)
-            snprintf(why, len, "no heap");
-        return 1;
-    }
     checker c;
     memset(&c, 0, sizeof c);
     c.h = h;
     c.why = why;
     c.len = len;
-    rp_lock_acquire(&h->lock);
     size_t want = 2 * h->index.free_blocks + 2;
     c.table_slots = (size_t)1 << rp_ceil_log2(want < 64 ? 64 : want);
     c.table_bytes = rp_align_up(c.table_slots * sizeof(rp_block *), RP_PAGE_SIZE);
@@ -388,7 +383,20 @@ int rp_heap_check(rp_heap *h, char *why, size_t len)
         if (!c.failed && rp_hook_check_heap(h, why, len))
             c.failed = 1;
     }
-    rp_lock_release(&h->lock);
     rp_os_scratch_unmap(c.table, c.table_bytes);
     return c.failed;
+}
+
+int rp_heap_check(rp_heap *h, char *why, size_t len)
+{
+    h = rp_heap_resolve(h);
+    if (!h) {
+        if (why && len)
+            snprintf(why, len, "no heap");
+        return 1;
+    }
+    rp_lock_acquire(&h->lock);
+    int failed = rp_heap_check_locked(h, why, len);
+    rp_lock_release(&h->lock);
+    return failed;
 }

@@ -123,6 +123,7 @@ static int release_region(rp_heap *h, rp_region *r)
     region_detach(h, r);
     void *base = r->map_base;
     size_t len = r->map_len;
+    rp_hook_region_leaving(h, (void *)r->mem_lo, r->mem_hi - r->mem_lo);
     if (rp_os_unmap(base, len) != 0) {
         /* The OS refused: keep the region. */
         uintptr_t lo = (uintptr_t)base;
@@ -297,6 +298,7 @@ void rp_heap_destroy(rp_heap *h)
         rp_region *r = h->regions;
         void *map_base = r->map_base;
         size_t map_len = r->map_len;
+        rp_hook_region_leaving(h, (void *)r->mem_lo, r->mem_hi - r->mem_lo);
         region_detach(h, r);
         if (map_base)
             rp_os_unmap(map_base, map_len);

@@ -46,6 +46,13 @@ enum {
     RP_HOOK_FREE_REFUSE = 2 /* an error was recorded in the fault; the block is left alone */
 };
 
+/* Core services for the debug runtime (implemented in src/ for both flavours; called with
+ * the heap locked). */
+/* Returns a block the runtime held back (RP_HOOK_FREE_LATER) to free space. */
+void rp_core_release(rp_heap *h, void *user, struct rp_fault *fault);
+/* rp_heap_check for a heap whose lock the caller holds. */
+int rp_heap_check_locked(rp_heap *h, char *why, size_t len);
+
 #ifdef RAMPART_DEBUG
 
 #define RP_HOOK_PREFIX 32u
@@ -53,12 +60,21 @@ enum {
 
 void rp_hook_heap_created(rp_heap *h);
 void rp_hook_heap_destroying(rp_heap *h);
-/* A block was just allocated: user area [user, user+usable), requested bytes, alignment. */
-void rp_hook_alloc(rp_heap *h, void *user, size_t requested, size_t usable, size_t align);
+/* A block was just allocated: user area [user, user+usable), requested bytes, alignment.
+ * A problem found meanwhile (the periodic check) is recorded in fault; the block stays valid. */
+void rp_hook_alloc(rp_heap *h, void *user, size_t requested, size_t usable, size_t align,
+                   struct rp_fault *fault);
 /* The program frees user (already validated by the core). */
 int rp_hook_free(rp_heap *h, void *user, size_t usable, struct rp_fault *fault);
 /* An in-place realloc changed the requested size (usable may have changed too). */
-void rp_hook_resize(rp_heap *h, void *user, size_t requested, size_t usable);
+void rp_hook_resize(rp_heap *h, void *user, size_t requested, size_t usable, struct rp_fault *fault);
+/* rp_realloc (for_realloc 1) or rp_usable_size (0) got a pointer that is live for the core:
+ * the runtime checks it is live for the program too (not quarantined) and, for realloc, that
+ * its cookies are intact. 0 = go on; non-zero = a fault was recorded, the call is abandoned. */
+int rp_hook_access(rp_heap *h, void *user, size_t usable, int for_realloc, struct rp_fault *fault);
+/* The memory of region [lo, hi) is leaving the heap: unmapped, or handed back to the caller
+ * by rp_heap_destroy (sanitizer bookkeeping must be dropped before the OS reuses it). */
+void rp_hook_region_leaving(rp_heap *h, void *lo, size_t len);
 /* Span memory [p, p+len) has just become free payload (not header or links). */
 void rp_hook_span_freed(rp_heap *h, void *p, size_t len);
 /* Span memory [p, p+len), free payload until now, is being handed out as a user area. */
@@ -71,8 +87,12 @@ void rp_hook_block_info(rp_heap *h, rp_block_info *info);
 int rp_hook_check_block(rp_heap *h, const rp_block_info *info, char *why, size_t len);
 /* rp_heap_check: verifies the runtime's own structures for the heap; 0 or writes why. */
 int rp_hook_check_heap(rp_heap *h, char *why, size_t len);
-/* A report is about to be delivered to the report function (heap unlocked). */
-void rp_hook_report(rp_report *r);
+/* A report is about to be delivered (heap unlocked). f is the fault it comes from;
+ * default_handler says whether the report function is still the default one. Returns 1 when
+ * the runtime has fully handled the report (printed it and, per its options, chose to
+ * continue), so the default handler must not run; 0 to call the report function as usual. */
+int rp_hook_report(const struct rp_fault *f, rp_report *r, int default_handler);
+
 
 #else /* release: every hook compiles to nothing */
 
@@ -81,19 +101,27 @@ void rp_hook_report(rp_report *r);
 
 static inline void rp_hook_heap_created(rp_heap *h) { (void)h; }
 static inline void rp_hook_heap_destroying(rp_heap *h) { (void)h; }
-static inline void rp_hook_alloc(rp_heap *h, void *user, size_t requested, size_t usable, size_t align)
+static inline void rp_hook_alloc(rp_heap *h, void *user, size_t requested, size_t usable, size_t align,
+                                 struct rp_fault *fault)
 {
-    (void)h, (void)user, (void)requested, (void)usable, (void)align;
+    (void)h, (void)user, (void)requested, (void)usable, (void)align, (void)fault;
 }
 static inline int rp_hook_free(rp_heap *h, void *user, size_t usable, struct rp_fault *fault)
 {
     (void)h, (void)user, (void)usable, (void)fault;
     return RP_HOOK_FREE_NOW;
 }
-static inline void rp_hook_resize(rp_heap *h, void *user, size_t requested, size_t usable)
+static inline void rp_hook_resize(rp_heap *h, void *user, size_t requested, size_t usable,
+                                  struct rp_fault *fault)
 {
-    (void)h, (void)user, (void)requested, (void)usable;
+    (void)h, (void)user, (void)requested, (void)usable, (void)fault;
 }
+static inline int rp_hook_access(rp_heap *h, void *user, size_t usable, int for_realloc, struct rp_fault *fault)
+{
+    (void)h, (void)user, (void)usable, (void)for_realloc, (void)fault;
+    return 0;
+}
+static inline void rp_hook_region_leaving(rp_heap *h, void *lo, size_t len) { (void)h, (void)lo, (void)len; }
 static inline void rp_hook_span_freed(rp_heap *h, void *p, size_t len) { (void)h, (void)p, (void)len; }
 static inline void rp_hook_span_reused(rp_heap *h, void *p, size_t len, struct rp_fault *fault)
 {
@@ -115,7 +143,11 @@ static inline int rp_hook_check_heap(rp_heap *h, char *why, size_t len)
     (void)h, (void)why, (void)len;
     return 0;
 }
-static inline void rp_hook_report(rp_report *r) { (void)r; }
+static inline int rp_hook_report(const struct rp_fault *f, rp_report *r, int default_handler)
+{
+    (void)f, (void)r, (void)default_handler;
+    return 0;
+}
 
 #endif /* RAMPART_DEBUG */
 

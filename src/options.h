@@ -26,7 +26,10 @@ typedef struct rp_options {
     unsigned long check_interval; /* check_interval: rp_heap_check every N operations, 0 = off */
     int abort_on_error;        /* on_error: abort | continue (default abort) */
     int leak_report;           /* leak_report: leak report at exit (default 0) */
-    char report_path[RP_OPTION_PATH_MAX]; /* report_path: stderr (default) or a file; %p = pid */
+    unsigned leak_exit_code;   /* leak_exit_code: exit status when the exit-time leak report
+                                  finds leaks, 0 = leave the status alone (default 0) */
+    char report_path[RP_OPTION_PATH_MAX]; /* report_path: stderr (default), stdout or a file
+                                             path; %p = pid, /dev/fd/N = a descriptor */
     /* dumps */
     int dump_signal;           /* dump_signal: signal that requests a heap dump, 0 = off */
     int dump_at_exit;          /* dump_at_exit: write a dump at exit (default 0) */

@@ -72,6 +72,9 @@ void rp_fault_set(rp_fault *f, rp_error_kind kind, const rp_heap *h, const void 
     f->address = address;
     f->block = block;
     f->block_size = block_size;
+    f->alloc_stack = 0;
+    f->free_stack = 0;
+    f->requested = 0;
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(f->message, sizeof f->message, fmt, ap);
@@ -95,7 +98,9 @@ void rp_report_fault(const rp_fault *f)
     rp_report_fn fn = handler.fn;
     void *arg = handler.arg;
     pthread_mutex_unlock(&handler_lock);
-    /* The debug flavour prints its full report (stacks, block history) first. */
-    rp_hook_report(&r);
+    /* The debug flavour prints its full report (stacks, block history) first; with the default
+     * handler it may then continue instead of aborting (its on_error option). */
+    if (rp_hook_report(f, &r, fn == default_report))
+        return;
     fn(&r, arg);
 }

@@ -4,6 +4,8 @@
 #ifndef RP_REPORT_H
 #define RP_REPORT_H
 
+#include <stdint.h>
+
 #include "rampart.h"
 
 /* A detected fault, filled under the heap lock. kind 0 = no fault. */
@@ -13,6 +15,10 @@ typedef struct rp_fault {
     const void *block;
     size_t block_size;
     const rp_heap *heap;
+    /* Debug flavour: the block's history, filled by the runtime after rp_fault_set (stack
+     * depot ids, size asked for); rp_fault_set clears them and the core never sets them. */
+    uint32_t alloc_stack, free_stack;
+    size_t requested;
     char message[160];
 } rp_fault;
 

@@ -21,7 +21,7 @@ int main(void)
     int n = 0;
     int w = rp_options_parse("cache_bytes=64K:retain_bytes=1G:stats=yes:poison=off:alloc_fill=0xaa:free_fill=7:"
                              "quarantine_bytes=2M:backtrace_depth=8:check_interval=1000:on_error=continue:"
-                             "leak_report=1:report_path=/tmp/r.%p:dump_signal=SIGUSR2:dump_at_exit=true:"
+                             "leak_report=1:leak_exit_code=23:report_path=/tmp/r.%p:dump_signal=SIGUSR2:dump_at_exit=true:"
                              "dump_path=/tmp/d.%p.%n",
                              &o, record, &n);
     CHECK(w == 0 && n == 0);
@@ -31,7 +31,7 @@ int main(void)
     CHECK(o.alloc_fill == 0xaa && o.free_fill == 7);
     CHECK(o.quarantine_bytes == (2u << 20));
     CHECK(o.backtrace_depth == 8 && o.check_interval == 1000);
-    CHECK(o.abort_on_error == 0 && o.leak_report == 1);
+    CHECK(o.abort_on_error == 0 && o.leak_report == 1 && o.leak_exit_code == 23);
     CHECK(strcmp(o.report_path, "/tmp/r.%p") == 0);
     CHECK(o.dump_signal == SIGUSR2 && o.dump_at_exit == 1);
     CHECK(strcmp(o.dump_path, "/tmp/d.%p.%n") == 0);
@@ -44,6 +44,9 @@ int main(void)
     CHECK(o.poison == 1);
     CHECK(o.stats == 1 && o.backtrace_depth == 8 && o.cache_bytes == 65536 && o.abort_on_error == 0);
     CHECK(strstr(last, "poison") == NULL);
+    n = 0;
+    rp_options_parse("leak_exit_code=256", &o, record, &n);
+    CHECK(n == 1 && strstr(last, "leak_exit_code") && o.leak_exit_code == 23);
     n = 0;
     rp_options_parse("nonsense", &o, record, &n);
     CHECK(n == 1 && strstr(last, "not key=value"));
@@ -68,6 +71,6 @@ int main(void)
 
     size_t count;
     const rp_option_doc *docs = rp_options_docs(&count);
-    CHECK(count >= 15 && strcmp(docs[0].name, "cache_bytes") == 0);
+    CHECK(count >= 16 && strcmp(docs[0].name, "cache_bytes") == 0);
     TEST_MAIN_END();
 }

@@ -1,0 +1,23 @@
+/* The debug runtime's settings: the debug keys of RAMPART_OPTIONS (src/options.h), read once
+ * per process. Every file of the runtime reads them through rp_debug_config(). */
+#ifndef RP_DEBUG_CONFIG_H
+#define RP_DEBUG_CONFIG_H
+
+#include <stddef.h>
+
+typedef struct rp_debug_config {
+    int poison;                    /* fill fresh/freed memory and verify the free pattern */
+    unsigned char alloc_fill;      /* byte written into fresh user areas */
+    unsigned char free_fill;       /* byte written into freed memory */
+    size_t quarantine_bytes;       /* per-heap budget of freed bytes held back */
+    unsigned backtrace_depth;      /* frames per stack, 0 = no stacks */
+    unsigned long check_interval;  /* rp_heap_check every N operations per heap, 0 = off */
+    int abort_on_error;            /* default handler: abort after a report (else continue) */
+    int leak_report;               /* leak report for every heap at exit */
+    int leak_exit_code;            /* exit status when the exit-time report finds leaks, 0 = keep */
+} rp_debug_config;
+
+/* The process's settings (parsed on first call; thread-safe). */
+const rp_debug_config *rp_debug_config_get(void);
+
+#endif

@@ -1,0 +1,71 @@
+#include "cookie.h"
+
+#include <string.h>
+
+#include "block_meta.h"
+#include "src/bits.h"
+
+#define COOKIE_TOP_BITS 0x8080808080808080ull
+
+uint64_t rp_cookie_lead(uint64_t secret, const void *user)
+{
+    return rp_mix64(secret ^ (uint64_t)(uintptr_t)user) | COOKIE_TOP_BITS;
+}
+
+/* The trailer is a different function of the same inputs, so a canary copied from before a
+ * user area does not fit after it. */
+static inline uint64_t trailer_word(uint64_t secret, const void *user)
+{
+    return rp_mix64(secret ^ (uint64_t)(uintptr_t)user ^ 0x7472616966657221ull) | COOKIE_TOP_BITS;
+}
+
+/* Byte k of the trailer (k counted from user + requested) is byte k mod 8 of the trailer
+ * word: the pattern is the word repeated from the first byte after the requested size. */
+void rp_cookie_write_trailer(uint64_t secret, void *user, size_t requested, const void *end)
+{
+    uint64_t w = trailer_word(secret, user);
+    unsigned char bytes[8];
+    memcpy(bytes, &w, 8);
+    unsigned char *p = (unsigned char *)user + requested;
+    const unsigned char *e = end;
+    size_t n = (size_t)(e - p);
+    size_t k = 0;
+    for (; k + 8 <= n; k += 8)
+        memcpy(p + k, bytes, 8);
+    for (; k < n; k++)
+        p[k] = bytes[k & 7];
+}
+
+const unsigned char *rp_cookie_check_trailer(uint64_t secret, const void *user, size_t requested, const void *end)
+{
+    uint64_t w = trailer_word(secret, user);
+    unsigned char bytes[8];
+    memcpy(bytes, &w, 8);
+    const unsigned char *p = (const unsigned char *)user + requested;
+    const unsigned char *e = end;
+    size_t n = (size_t)(e - p);
+    size_t k = 0;
+    for (; k + 8 <= n; k += 8) {
+        uint64_t v;
+        memcpy(&v, p + k, 8);
+        if (RP_UNLIKELY(v != w))
+            break;
+    }
+    for (; k < n; k++)
+        if (p[k] != bytes[k & 7])
+            return p + k;
+    return NULL;
+}
+
+unsigned rp_cookie_check_lead(uint64_t secret, const void *user, const rp_debug_meta *m)
+{
+    uint64_t want = rp_cookie_lead(secret, user);
+    if (RP_LIKELY(m->canary == want))
+        return 0;
+    const unsigned char *have = (const unsigned char *)&m->canary;
+    const unsigned char *expect = (const unsigned char *)&want;
+    for (unsigned k = 8; k-- > 0;)
+        if (have[k] != expect[k])
+            return 8 - k;
+    return 0;
+}

@@ -1,0 +1,170 @@
+#define _GNU_SOURCE
+#include "debug_report.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include "backtrace.h"
+#include "config.h"
+#include "owner.h"
+#include "rampart_debug.h"
+#include "report_sink.h"
+#include "symbolize.h"
+
+void rp_debug_fault(rp_fault *f, rp_error_kind kind, const rp_heap *h, const void *address, const void *block,
+                    size_t block_size, const rp_debug_meta *meta, const char *fmt, ...)
+{
+    if (f->kind != 0)
+        return;
+    char message[sizeof f->message];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(message, sizeof message, fmt, ap);
+    va_end(ap);
+    rp_fault_set(f, kind, h, address, block, block_size, "%s", message);
+    if (meta) {
+        f->alloc_stack = meta->alloc_stack;
+        f->free_stack = meta->free_stack;
+        f->requested = (size_t)meta->requested;
+    }
+}
+
+/* What each kind means, in one sentence after the header. */
+static const char *explain(rp_error_kind kind, int history_known)
+{
+    switch (kind) {
+    case RP_ERR_HEAP_BUFFER_OVERFLOW:
+        return "The bytes after the requested size (trailer cookie) were overwritten: a write past the end "
+               "of the block.";
+    case RP_ERR_HEAP_BUFFER_UNDERFLOW:
+        return "The canary right before the block was overwritten: a write before the start of the block.";
+    case RP_ERR_DOUBLE_FREE:
+        return "The block was already freed.";
+    case RP_ERR_INVALID_FREE:
+        return "The pointer is not the start of a live block of a rampart heap.";
+    case RP_ERR_USE_AFTER_FREE_WRITE:
+        return history_known ? "The free pattern of a freed block was overwritten: a write after free."
+                             : "Free memory was overwritten: a write after free to a block already out of "
+                               "quarantine (its history is gone; raise quarantine_bytes), or a wild write.";
+    case RP_ERR_CORRUPT_FREE_LIST:
+        return "A free-list link or free block header was overwritten (often a write after free).";
+    case RP_ERR_CORRUPT_BLOCK:
+        return "A block header was overwritten (often an overflow from the block before it).";
+    default:
+        return "";
+    }
+}
+
+static void print_stack(rp_sink_buf *b, uint32_t id)
+{
+    char text[RP_STACK_MAX_FRAMES * 200];
+    size_t n = rp_symbolize_stack(id, text, sizeof text);
+    rp_sink_puts(b, text, n);
+}
+
+static void print_location(rp_sink_buf *b, const void *address, const void *block, size_t size)
+{
+    uintptr_t a = (uintptr_t)address, lo = (uintptr_t)block, hi = lo + size;
+    const char *where;
+    uintptr_t dist;
+    if (a < lo) {
+        where = "before";
+        dist = lo - a;
+    } else if (a >= hi) {
+        where = "after";
+        dist = a - hi;
+    } else {
+        where = "inside";
+        dist = a - lo;
+    }
+    rp_sink_printf(b, "%p is located %lu bytes %s the %zu-byte block [%p, %p)\n", address, (unsigned long)dist,
+                   where, size, block, (const void *)hi);
+}
+
+static __thread struct {
+    const rp_report *report;
+    rp_report_history history;
+} delivering;
+
+int rp_report_get_history(const rp_report *r, rp_report_history *out)
+{
+    if (!r || !out || r != delivering.report)
+        return -1;
+    *out = delivering.history;
+    return 0;
+}
+
+int rp_hook_report(const rp_fault *f, rp_report *r, int default_handler)
+{
+    const char *entry = NULL;
+    uint32_t detect = rp_backtrace_report_stack(&entry);
+    const rp_heap *h = f->heap;
+    rp_report_history hist = {f->alloc_stack, f->free_stack, detect, f->requested};
+    int history_known = f->alloc_stack != 0 || f->requested != 0;
+
+    /* A fault the core found (an interior free, a damaged neighbour) names no history: find
+     * the block concerned and take its metadata. */
+    const void *block = r->block;
+    size_t block_size = f->requested ? f->requested : r->block_size;
+    rp_debug_owner owner;
+    int about_a_block = r->kind == RP_ERR_INVALID_FREE || r->kind == RP_ERR_CORRUPT_BLOCK;
+    if (!history_known && about_a_block && h && rp_debug_find_owner((rp_heap *)h, block ? block : r->address, &owner) == 0 &&
+        owner.meta_ok) {
+        block = owner.user;
+        block_size = (size_t)owner.meta.requested;
+        hist.alloc_stack = owner.meta.alloc_stack;
+        hist.free_stack = owner.meta.free_stack;
+        hist.requested = block_size;
+        history_known = 1;
+        if (!r->block) {
+            r->block = block;
+            r->block_size = block_size;
+            r->offset = (long)((const char *)r->address - (const char *)block);
+        }
+    }
+
+    rp_sink_buf b;
+    rp_sink_begin(&b, rp_sink_fd());
+    const char *kind = rp_error_kind_name(r->kind);
+    rp_sink_printf(&b, "=================================================================\n");
+    rp_sink_printf(&b, "==%ld==ERROR: rampart: %s on address %p (heap '%s')\n", (long)getpid(), kind, r->address,
+                   h ? rp_heap_name(h) : "none");
+    rp_sink_printf(&b, "%s\n", r->message);
+    if (block) {
+        print_location(&b, r->address, block, block_size);
+        long off = (long)((const char *)r->address - (const char *)block);
+        if (r->kind == RP_ERR_HEAP_BUFFER_OVERFLOW || r->kind == RP_ERR_HEAP_BUFFER_UNDERFLOW ||
+            r->kind == RP_ERR_USE_AFTER_FREE_WRITE)
+            rp_sink_printf(&b, "The first corrupted byte is at offset %ld from the start of the block.\n", off);
+        else
+            rp_sink_printf(&b, "The address is at offset %ld from the start of the block.\n", off);
+    }
+    rp_sink_printf(&b, "%s\n", explain(r->kind, history_known));
+    if (entry)
+        rp_sink_printf(&b, "Detected in %s, called from:\n", entry);
+    else
+        rp_sink_printf(&b, "Detected at:\n");
+    print_stack(&b, detect);
+    if (history_known) {
+        rp_sink_printf(&b, "Block allocated here:\n");
+        print_stack(&b, hist.alloc_stack);
+        if (hist.free_stack) {
+            rp_sink_printf(&b, "Block freed here:\n");
+            print_stack(&b, hist.free_stack);
+        }
+    }
+    if (block)
+        rp_sink_printf(&b, "SUMMARY: rampart: %s %p at offset %ld of the %zu-byte block %p (heap '%s')\n", kind,
+                       r->address, (long)((const char *)r->address - (const char *)block), block_size, block,
+                       h ? rp_heap_name(h) : "none");
+    else
+        rp_sink_printf(&b, "SUMMARY: rampart: %s %p (heap '%s')\n", kind, r->address, h ? rp_heap_name(h) : "none");
+    rp_sink_flush(&b);
+
+    delivering.report = r;
+    delivering.history = hist;
+    /* The default handler prints one line to stderr and aborts; with on_error=continue the
+     * runtime stops here and the operation is abandoned, as with a handler that returns. */
+    return default_handler && !rp_debug_config_get()->abort_on_error;
+}

@@ -1,0 +1,195 @@
+#include "stack_depot.h"
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "src/bits.h"
+#include "src/os.h"
+
+#define BUCKET_BITS 16
+#define NBUCKETS ((size_t)1 << BUCKET_BITS)
+#define IDS_PER_PAGE_BITS 12
+#define IDS_PER_PAGE ((size_t)1 << IDS_PER_PAGE_BITS)
+#define ID_PAGES 4096 /* up to 16M distinct stacks */
+#define CHUNK_BYTES ((size_t)1 << 20)
+
+typedef struct depot_stack {
+    struct depot_stack *next; /* chain of its bucket */
+    uint32_t id;
+    uint32_t hash;
+    uint32_t n;
+    uint32_t reserved;
+    uintptr_t frames[];
+} depot_stack;
+
+static depot_stack *buckets[NBUCKETS];     /* read with acquire loads */
+static depot_stack **id_pages[ID_PAGES];   /* id -> stack, written before count is published */
+static size_t stored;                      /* ids 1..stored exist; release-published */
+static size_t os_bytes;
+static char *chunk_next, *chunk_end;
+static pthread_mutex_t depot_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static uint32_t hash_frames(const uintptr_t *frames, unsigned n)
+{
+    uint64_t x = 0x6a09e667f3bcc908ull ^ n;
+    for (unsigned i = 0; i < n; i++) {
+        x ^= frames[i];
+        x *= 0x9e3779b97f4a7c15ull;
+        x = (x << 29) | (x >> 35);
+    }
+    return (uint32_t)rp_mix64(x);
+}
+
+static int same_frames(const depot_stack *s, uint32_t hash, const uintptr_t *frames, unsigned n)
+{
+    return s->hash == hash && s->n == n && memcmp(s->frames, frames, n * sizeof *frames) == 0;
+}
+
+static uint32_t find(uint32_t hash, const uintptr_t *frames, unsigned n)
+{
+    for (depot_stack *s = __atomic_load_n(&buckets[hash & (NBUCKETS - 1)], __ATOMIC_ACQUIRE); s; s = s->next)
+        if (same_frames(s, hash, frames, n))
+            return s->id;
+    return 0;
+}
+
+/* Depot lock held. Bump allocation in 1 MiB chunks of OS memory. */
+static void *take(size_t bytes)
+{
+    bytes = rp_align_up(bytes, 16);
+    if ((size_t)(chunk_end - chunk_next) < bytes) {
+        char *c = rp_os_scratch_map(CHUNK_BYTES);
+        if (!c)
+            return NULL;
+        os_bytes += CHUNK_BYTES;
+        chunk_next = c;
+        chunk_end = c + CHUNK_BYTES;
+    }
+    void *p = chunk_next;
+    chunk_next += bytes;
+    return p;
+}
+
+uint32_t rp_depot_put(const uintptr_t *frames, unsigned n)
+{
+    if (n == 0 || n > RP_STACK_MAX_FRAMES || !frames)
+        return 0;
+    uint32_t hash = hash_frames(frames, n);
+    uint32_t id = find(hash, frames, n);
+    if (id)
+        return id;
+    pthread_mutex_lock(&depot_lock);
+    id = find(hash, frames, n); /* another thread may have stored it meanwhile */
+    if (id)
+        goto out;
+    size_t next_id = stored + 1;
+    size_t page = next_id >> IDS_PER_PAGE_BITS;
+    if (page >= ID_PAGES)
+        goto out; /* full: the stack is not recorded */
+    if (!id_pages[page]) {
+        size_t bytes = IDS_PER_PAGE * sizeof(depot_stack *);
+        id_pages[page] = rp_os_scratch_map(bytes);
+        if (!id_pages[page])
+            goto out;
+        os_bytes += bytes;
+    }
+    depot_stack *s = take(sizeof *s + n * sizeof *frames);
+    if (!s)
+        goto out;
+    s->id = (uint32_t)next_id;
+    s->hash = hash;
+    s->n = n;
+    memcpy(s->frames, frames, n * sizeof *frames);
+    id_pages[page][next_id & (IDS_PER_PAGE - 1)] = s;
+    depot_stack **bucket = &buckets[hash & (NBUCKETS - 1)];
+    s->next = *bucket;
+    __atomic_store_n(bucket, s, __ATOMIC_RELEASE);
+    __atomic_store_n(&stored, next_id, __ATOMIC_RELEASE);
+    id = s->id;
+out:
+    pthread_mutex_unlock(&depot_lock);
+    return id;
+}
+
+static const depot_stack *by_id(uint32_t id)
+{
+    if (id == 0 || id > __atomic_load_n(&stored, __ATOMIC_ACQUIRE))
+        return NULL;
+    return id_pages[id >> IDS_PER_PAGE_BITS][id & (IDS_PER_PAGE - 1)];
+}
+
+unsigned rp_depot_get(uint32_t id, uintptr_t *frames, unsigned max)
+{
+    const depot_stack *s = by_id(id);
+    if (!s || !frames)
+        return 0;
+    unsigned n = s->n < max ? s->n : max;
+    memcpy(frames, s->frames, n * sizeof *frames);
+    return n;
+}
+
+int rp_depot_foreach(int (*fn)(uint32_t id, const uintptr_t *frames, unsigned n, void *arg), void *arg)
+{
+    size_t count = __atomic_load_n(&stored, __ATOMIC_ACQUIRE);
+    for (size_t id = 1; id <= count; id++) {
+        const depot_stack *s = id_pages[id >> IDS_PER_PAGE_BITS][id & (IDS_PER_PAGE - 1)];
+        int rc = fn((uint32_t)id, s->frames, s->n, arg);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+size_t rp_depot_count(void) { return __atomic_load_n(&stored, __ATOMIC_ACQUIRE); }
+
+size_t rp_depot_bytes(void)
+{
+    pthread_mutex_lock(&depot_lock);
+    size_t b = os_bytes;
+    pthread_mutex_unlock(&depot_lock);
+    return b;
+}
+
+__attribute__((format(printf, 3, 4))) static int fail(char *why, size_t len, const char *fmt, ...)
+{
+    if (why && len) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(why, len, fmt, ap);
+        va_end(ap);
+    }
+    return 1;
+}
+
+int rp_depot_check(char *why, size_t len)
+{
+    int rc = 0;
+    pthread_mutex_lock(&depot_lock);
+    for (size_t id = 1; id <= stored && !rc; id++) {
+        const depot_stack *s = id_pages[id >> IDS_PER_PAGE_BITS][id & (IDS_PER_PAGE - 1)];
+        if (!s || s->id != id)
+            rc = fail(why, len, "S1: stack depot id %zu does not name its stack", id);
+        else if (s->n == 0 || s->n > RP_STACK_MAX_FRAMES || s->hash != hash_frames(s->frames, s->n))
+            rc = fail(why, len, "S2: stack %zu has %u frames or a wrong hash", id, s->n);
+    }
+    size_t chained = 0;
+    for (size_t b = 0; b < NBUCKETS && !rc; b++) {
+        for (const depot_stack *s = buckets[b]; s && !rc; s = s->next) {
+            if (++chained > stored)
+                rc = fail(why, len, "S2: stack depot chains hold more than the %zu stacks stored (cycle?)", stored);
+            else if ((s->hash & (NBUCKETS - 1)) != b || s->id == 0 || s->id > stored ||
+                     id_pages[s->id >> IDS_PER_PAGE_BITS][s->id & (IDS_PER_PAGE - 1)] != s)
+                rc = fail(why, len, "S2: stack %u is on the chain of bucket %zu by mistake", s->id, b);
+            size_t steps = 0;
+            for (const depot_stack *t = s->next; t && !rc && steps++ < stored; t = t->next)
+                if (same_frames(t, s->hash, s->frames, s->n))
+                    rc = fail(why, len, "S3: stacks %u and %u have the same frames", s->id, t->id);
+        }
+    }
+    if (!rc && chained != stored)
+        rc = fail(why, len, "S1: stack depot chains hold %zu stacks, %zu are stored", chained, stored);
+    pthread_mutex_unlock(&depot_lock);
+    return rc;
+}

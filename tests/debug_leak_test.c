@@ -1,0 +1,185 @@
+/* Leak reports: a program that leaks from two call sites gets a report listing exactly those
+ * two, with the right counts and bytes, largest first, and nothing else (not freed blocks,
+ * quarantined blocks, blocks marked with rp_set_not_leak, or heaps marked reachable by design).
+ * Checked at exit (leak_report=1, leak_exit_code) in a child process, and on demand with
+ * rp_leak_report(heap, fd) in this process. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "child_process.h"
+#include "rampart.h"
+#include "rampart_debug.h"
+#include "testing.h"
+
+#define KEEP_FRAME() __asm__ volatile("" ::: "memory")
+
+static rp_heap *target; /* NULL = the default heap */
+
+__attribute__((noinline)) void *leak_site_a(void)
+{
+    void *p = rp_alloc(target, 100, 0);
+    KEEP_FRAME();
+    return p;
+}
+
+__attribute__((noinline)) void *leak_site_b(void)
+{
+    void *p = rp_alloc(target, 7, 0);
+    KEEP_FRAME();
+    return p;
+}
+
+__attribute__((noinline)) void *temporary_site(size_t n)
+{
+    void *p = rp_alloc(target, n, 0);
+    KEEP_FRAME();
+    return p;
+}
+
+/* Leaks 3 x 100 bytes from site a and 2 x 7 from site b; everything else is freed, marked,
+ * or in a heap marked as reachable by design. */
+__attribute__((noinline)) void leaky_program(void)
+{
+    for (int i = 0; i < 3; i++)
+        leak_site_a();
+    for (int i = 0; i < 2; i++)
+        leak_site_b();
+    for (int i = 0; i < 10; i++)
+        rp_free(temporary_site(1000)); /* freed: some still quarantined */
+    void *grown = rp_realloc(target, temporary_site(10), 5000);
+    rp_free(grown);
+    void *cache = temporary_site(64);
+    REQUIRE(rp_set_not_leak(cache) == 0);
+    void *large = temporary_site(300000); /* page tier, freed */
+    rp_free(large);
+    KEEP_FRAME();
+}
+
+static size_t count_of(const char *text, const char *needle)
+{
+    size_t n = 0;
+    for (const char *p = strstr(text, needle); p; p = strstr(p + 1, needle))
+        n++;
+    return n;
+}
+
+/* The function name of frame #k after the line holding `header`. */
+static void frame_name(const char *header, int k, char *out, size_t len)
+{
+    out[0] = 0;
+    const char *p = header;
+    for (int i = 0; i <= k && p; i++)
+        p = strchr(p + 1, '\n');
+    if (!p)
+        return;
+    const char *in = strstr(p, " in ");
+    if (!in)
+        return;
+    in += 4;
+    size_t n = strcspn(in, "+ \n");
+    if (n >= len)
+        n = len - 1;
+    memcpy(out, in, n);
+    out[n] = 0;
+}
+
+static void check_two_site_report(const char *text, const char *heap_name, const char *caller)
+{
+    CHECKF(count_of(text, "Leak of ") == 2, "expected two groups:\n%s", text);
+    const char *a = strstr(text, "Leak of 300 byte(s) in 3 object(s) allocated from:");
+    const char *b = strstr(text, "Leak of 14 byte(s) in 2 object(s) allocated from:");
+    CHECKF(a && b && a < b, "groups wrong or not largest first:\n%s", text);
+    char name[96];
+    if (a) {
+        frame_name(a, 0, name, sizeof name);
+        CHECKF(strcmp(name, "leak_site_a") == 0, "group a frame #0 is '%s'", name);
+        frame_name(a, 1, name, sizeof name);
+        CHECKF(strcmp(name, caller) == 0, "group a frame #1 is '%s'", name);
+    }
+    if (b) {
+        frame_name(b, 0, name, sizeof name);
+        CHECKF(strcmp(name, "leak_site_b") == 0, "group b frame #0 is '%s'", name);
+    }
+    char summary[128];
+    snprintf(summary, sizeof summary, "SUMMARY: rampart: 314 byte(s) leaked in 5 allocation(s) (heap '%s').",
+             heap_name);
+    CHECKF(strstr(text, summary) != NULL, "no '%s' in:\n%s", summary, text);
+    CHECKF(strstr(text, "temporary_site") == NULL, "freed or marked blocks reported:\n%s", text);
+}
+
+/* On demand, in this process: a private heap, the report into a file. */
+__attribute__((noinline)) void on_demand_program(void)
+{
+    leaky_program();
+    KEEP_FRAME();
+}
+
+static void check_on_demand(void)
+{
+    rp_heap_config cfg = {0};
+    cfg.name = "leaky";
+    target = rp_heap_create(&cfg);
+    REQUIRE(target);
+    on_demand_program();
+    const char *dir = getenv("TEST_TMPDIR");
+    char path[512];
+    snprintf(path, sizeof path, "%s/leaks.txt", dir ? dir : "/tmp");
+    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+    REQUIRE(fd >= 0);
+    CHECK(rp_leak_report(target, fd) == 5);
+    static char text[65536];
+    ssize_t n = pread(fd, text, sizeof text - 1, 0);
+    text[n > 0 ? n : 0] = 0;
+    check_two_site_report(text, "leaky", "leaky_program");
+
+    /* A heap marked reachable by design reports nothing. */
+    rp_heap_set_not_leak(target, 1);
+    CHECK(rp_leak_report(target, fd) == 0);
+    rp_heap_set_not_leak(target, 0);
+    CHECK(rp_leak_report(target, -1 /* report destination; not read here */) == 5);
+
+    /* Bad pointers for rp_set_not_leak. */
+    int local;
+    errno = 0;
+    CHECK(rp_set_not_leak(&local) == -1 && errno == EINVAL);
+    CHECK(rp_set_not_leak(NULL) == -1);
+
+    /* Once the leaked blocks are freed (found through the walk), nothing is left to report. */
+    rp_heap_destroy(target);
+    target = rp_heap_create(NULL);
+    void *p = leak_site_a();
+    rp_free(p);
+    off_t end = lseek(fd, 0, SEEK_END);
+    CHECK(rp_leak_report(target, fd) == 0);
+    CHECK(lseek(fd, 0, SEEK_END) == end); /* wrote nothing */
+    rp_heap_destroy(target);
+    target = NULL;
+    close(fd);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 2 && strcmp(argv[1], "leaky") == 0) {
+        /* Another heap, marked as reachable by design: its blocks are never reported. */
+        rp_heap *arena = rp_heap_create(NULL);
+        rp_heap_set_not_leak(arena, 1);
+        rp_alloc(arena, 50, 0);
+        leaky_program();
+        return 0;
+    }
+    static child_result r;
+    REQUIRE(run_child("leaky", "leak_report=1:leak_exit_code=23", &r) == 0);
+    CHECKF(r.exited && r.code == 23, "exit status %d (signal %d), expected 23", r.code, r.signal);
+    check_two_site_report(r.err, "default", "leaky_program");
+    CHECKF(count_of(r.err, "detected memory leaks") == 1, "one heap should report:\n%s", r.err);
+    /* leak_report off: no report, normal exit. */
+    REQUIRE(run_child("leaky", "leak_exit_code=23", &r) == 0);
+    CHECKF(r.exited && r.code == 0 && strstr(r.err, "Leak of") == NULL, "report without leak_report:\n%s", r.err);
+    check_on_demand();
+    TEST_MAIN_END();
+}

@@ -1,0 +1,517 @@
+/* The debug runtime in this process, with default options: layout and rp_usable_size, fill
+ * patterns, quarantine, the walk's view (quarantined state, stacks), report history for report
+ * functions, the stack depot API, realloc/calloc, caller memory, and the checker: every debug
+ * invariant (P1..P7 in debug/block_meta.h, F1 in debug/poison.h, Q1..Q4 in
+ * debug/quarantine.h) is broken on purpose and must be named by rp_heap_check, then repaired. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "debug/block_meta.h"
+#include "debug/debug_heap.h"
+#include "rampart.h"
+#include "rampart_debug.h"
+#include "src/heap.h"
+#include "testing.h"
+
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TEST_NO_ASAN __attribute__((no_sanitize_address))
+#endif
+#endif
+#if !defined(TEST_NO_ASAN) && defined(__SANITIZE_ADDRESS__)
+#define TEST_NO_ASAN __attribute__((no_sanitize_address))
+#endif
+#ifndef TEST_NO_ASAN
+#define TEST_NO_ASAN
+#endif
+
+#define KEEP_FRAME() __asm__ volatile("" ::: "memory")
+
+/* Memory the program may not touch under ASan (metadata, freed blocks): read and written
+ * only through these. */
+TEST_NO_ASAN __attribute__((noinline)) static unsigned char peek(const void *p, long at)
+{
+    return ((const unsigned char *)p)[at];
+}
+TEST_NO_ASAN __attribute__((noinline)) static void poke(void *p, long at, unsigned char v)
+{
+    ((unsigned char *)p)[at] = v;
+}
+/* Byte loops, not memcpy (which ASan intercepts and checks). */
+TEST_NO_ASAN __attribute__((noinline)) static void meta_read(const void *user, rp_debug_meta *m)
+{
+    const volatile unsigned char *from = (const unsigned char *)rp_meta_of(user);
+    unsigned char *to = (unsigned char *)m;
+    for (size_t i = 0; i < sizeof *m; i++)
+        to[i] = from[i];
+}
+TEST_NO_ASAN __attribute__((noinline)) static void meta_write(void *user, const rp_debug_meta *m)
+{
+    volatile unsigned char *to = (unsigned char *)rp_meta_of(user);
+    const unsigned char *from = (const unsigned char *)m;
+    for (size_t i = 0; i < sizeof *m; i++)
+        to[i] = from[i];
+}
+
+static int all_bytes(const void *p, long n, unsigned char v)
+{
+    for (long i = 0; i < n; i++)
+        if (peek(p, i) != v)
+            return 0;
+    return 1;
+}
+
+/* The function name of a code address (dladdr; the test is linked with -rdynamic). */
+static const char *function_of(uintptr_t pc)
+{
+    Dl_info info;
+    if (!dladdr((void *)(pc - 1), &info) || !info.dli_sname)
+        return "??";
+    return info.dli_sname;
+}
+
+static const char *top_frame(uint32_t stack, unsigned k)
+{
+    uintptr_t frames[RP_STACK_MAX_FRAMES];
+    unsigned n = rp_depot_get(stack, frames, RP_STACK_MAX_FRAMES);
+    return k < n ? function_of(frames[k]) : "";
+}
+
+__attribute__((noinline)) void *runtime_alloc_site(rp_heap *h, size_t n)
+{
+    void *p = rp_alloc(h, n, 0);
+    KEEP_FRAME();
+    return p;
+}
+
+__attribute__((noinline)) void runtime_free_site(void *p)
+{
+    rp_free(p);
+    KEEP_FRAME();
+}
+
+static void check_layout_and_fills(void)
+{
+    CHECK(RP_USER_OFFSET == 48 && RP_HOOK_PREFIX == 32 && RP_HOOK_SUFFIX == 8);
+    CHECK(strcmp(rp_flavour(), "debug") == 0);
+    rp_heap *h = rp_heap_create(NULL);
+    size_t sizes[] = {0, 1, 7, 8, 15, 16, 17, 100, 4095, 4096, 65535, 65536, 200000};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        char *p = rp_alloc(h, sizes[i], 0);
+        REQUIRE(p);
+        CHECK(((uintptr_t)p & 15) == 0);
+        CHECKF(rp_usable_size(p) == sizes[i], "usable %zu for %zu", rp_usable_size(p), sizes[i]);
+        CHECKF(all_bytes(p, (long)sizes[i], 0xbe), "size %zu not filled with alloc_fill", sizes[i]);
+    }
+    size_t aligns[] = {32, 64, 4096, 65536, 1 << 20};
+    for (size_t i = 0; i < sizeof aligns / sizeof aligns[0]; i++) {
+        char *p = rp_alloc(h, 100, aligns[i]);
+        REQUIRE(p);
+        CHECKF(((uintptr_t)p & (aligns[i] - 1)) == 0, "align %zu", aligns[i]);
+        CHECK(rp_usable_size(p) == 100);
+    }
+    CHECK_HEAP(h);
+    /* calloc zeroes what alloc_fill wrote. */
+    char *z = rp_calloc(h, 10, 10, 0);
+    CHECK(z && all_bytes(z, 100, 0));
+    /* Freed (quarantined) memory holds free_fill over the whole usable area. */
+    char *p = rp_alloc(h, 50, 0);
+    size_t usable_core = (size_t)rp_block_usable(rp_block_of_user(p));
+    rp_free(p);
+    CHECK(all_bytes(p, (long)usable_core, 0x6b));
+    CHECK_HEAP(h);
+    rp_heap_destroy(h);
+}
+
+static void check_quarantine(void)
+{
+    rp_heap *h = rp_heap_create(NULL);
+    rp_debug_stats ds;
+    char *p = rp_alloc(h, 64, 0);
+    rp_free(p);
+    REQUIRE(rp_debug_get_stats(h, &ds) == 0);
+    CHECK(ds.quarantined_blocks == 1 && ds.quarantined_bytes >= 64);
+    /* Not reused while quarantined. */
+    char *q = rp_alloc(h, 64, 0);
+    CHECK(q != p);
+    /* FIFO under a 4 MiB budget: 8 MiB of frees later, the budget holds and p is gone. */
+    for (int i = 0; i < 128; i++)
+        rp_free(rp_alloc(h, 64 << 10, 0));
+    REQUIRE(rp_debug_get_stats(h, &ds) == 0);
+    CHECKF(ds.quarantined_bytes <= ((size_t)4 << 20), "quarantine holds %zu bytes", ds.quarantined_bytes);
+    CHECK(ds.quarantined_blocks < 128);
+    CHECK_HEAP(h);
+    /* Flushing releases everything; the memory is reused afterwards. */
+    CHECK(rp_quarantine_flush(h) == ds.quarantined_blocks);
+    REQUIRE(rp_debug_get_stats(h, &ds) == 0);
+    CHECK(ds.quarantined_blocks == 0 && ds.quarantined_bytes == 0);
+    rp_free(q);
+    rp_quarantine_flush(h);
+    struct rp_heap_stats st;
+    rp_heap_stats(h, &st);
+    CHECK(st.blocks_in_use == 0);
+    CHECK_HEAP(h);
+    /* Destroying a heap with a full quarantine is fine. */
+    for (int i = 0; i < 100; i++)
+        rp_free(rp_alloc(h, 1000, 0));
+    rp_heap_destroy(h);
+}
+
+typedef struct walk_seen {
+    void *live, *freed;
+    rp_block_info live_info, freed_info;
+} walk_seen;
+
+static int remember(const rp_block_info *b, void *arg)
+{
+    walk_seen *w = arg;
+    if (b->addr == w->live)
+        w->live_info = *b;
+    if (b->addr == w->freed)
+        w->freed_info = *b;
+    return 0;
+}
+
+__attribute__((noinline)) void walk_scenario(rp_heap *h, walk_seen *w)
+{
+    w->live = runtime_alloc_site(h, 33);
+    w->freed = runtime_alloc_site(h, 44);
+    runtime_free_site(w->freed);
+    KEEP_FRAME();
+}
+
+static void check_walk_view(void)
+{
+    rp_heap *h = rp_heap_create(NULL);
+    walk_seen w;
+    memset(&w, 0, sizeof w);
+    walk_scenario(h, &w);
+    CHECK(rp_heap_walk(h, remember, &w) == 0);
+    CHECK(w.live_info.state == RP_BLOCK_USED && w.live_info.requested == 33);
+    CHECK(w.live_info.alloc_stack != 0 && w.live_info.free_stack == 0);
+    CHECK(strcmp(top_frame(w.live_info.alloc_stack, 0), "runtime_alloc_site") == 0);
+    CHECK(strcmp(top_frame(w.live_info.alloc_stack, 1), "walk_scenario") == 0);
+    CHECK(w.freed_info.state == RP_BLOCK_QUARANTINED && w.freed_info.requested == 44);
+    CHECK(strcmp(top_frame(w.freed_info.free_stack, 0), "runtime_free_site") == 0);
+    CHECK(strcmp(top_frame(w.freed_info.free_stack, 1), "walk_scenario") == 0);
+    /* Allocations from one call site share one stack in the depot. */
+    void *again[2];
+    for (int i = 0; i < 2; i++)
+        again[i] = runtime_alloc_site(h, 8);
+    w.live = again[0];
+    w.freed = again[1];
+    CHECK(rp_heap_walk(h, remember, &w) == 0);
+    CHECK(w.live_info.alloc_stack == w.freed_info.alloc_stack);
+    rp_heap_destroy(h);
+}
+
+/* ---- report functions and history ---- */
+
+typedef struct seen_report {
+    int calls;
+    rp_error_kind kind;
+    const void *address;
+    long offset;
+    int history_ok;
+    rp_report_history history;
+} seen_report;
+
+static void record_report(const rp_report *r, void *arg)
+{
+    seen_report *s = arg;
+    s->calls++;
+    s->kind = r->kind;
+    s->address = r->address;
+    s->offset = r->offset;
+    s->history_ok = rp_report_get_history(r, &s->history) == 0;
+}
+
+__attribute__((noinline)) void double_free_scenario(rp_heap *h)
+{
+    void *p = runtime_alloc_site(h, 24);
+    runtime_free_site(p);
+    runtime_free_site(p);
+    KEEP_FRAME();
+}
+
+static void check_report_history(void)
+{
+    seen_report s;
+    memset(&s, 0, sizeof s);
+    void *old_arg;
+    rp_report_fn old = rp_set_report_fn(record_report, &s, &old_arg);
+    rp_heap *h = rp_heap_create(NULL);
+    double_free_scenario(h);
+    CHECK(s.calls == 1 && s.kind == RP_ERR_DOUBLE_FREE && s.history_ok);
+    CHECK(strcmp(top_frame(s.history.alloc_stack, 0), "runtime_alloc_site") == 0);
+    CHECK(strcmp(top_frame(s.history.free_stack, 0), "runtime_free_site") == 0);
+    CHECK(strcmp(top_frame(s.history.detect_stack, 0), "runtime_free_site") == 0);
+    CHECK(strcmp(top_frame(s.history.detect_stack, 1), "double_free_scenario") == 0);
+    CHECK(s.history.requested == 24);
+    rp_report stale = {0};
+    rp_report_history hist;
+    CHECK(rp_report_get_history(&stale, &hist) == -1);
+    char text[4096];
+    size_t n = rp_stack_format(s.history.alloc_stack, text, sizeof text);
+    CHECK(n > 0 && strstr(text, "    #0 0x") == text && strstr(text, "in runtime_alloc_site+0x") &&
+          strstr(text, "#1 ") && strstr(text, "double_free_scenario"));
+    CHECK(rp_stack_format(0, text, sizeof text) > 0 && strstr(text, "<no stack recorded>"));
+
+    /* Overflow in caller memory (where ASan cannot help): the free is abandoned, the block
+     * stays live, the report names the first bad byte. */
+    static char region[1 << 20] __attribute__((aligned(64)));
+    rp_heap_config cfg = {0};
+    cfg.flags = RP_HEAP_NO_OS;
+    rp_heap *own = rp_heap_create(&cfg);
+    REQUIRE(own && rp_heap_add_region(own, region, sizeof region) == 0);
+    char *p = rp_alloc(own, 30, 0);
+    REQUIRE(p);
+    poke(p, 30, 'x');
+    memset(&s, 0, sizeof s);
+    rp_free(p);
+    CHECK(s.calls == 1 && s.kind == RP_ERR_HEAP_BUFFER_OVERFLOW && s.address == p + 30 && s.offset == 30);
+    CHECK(rp_usable_size(p) == 30); /* still live */
+    /* Left broken: the checker sees it too. */
+    char why[256];
+    CHECK(rp_heap_check(own, why, sizeof why) != 0 && strncmp(why, "P5:", 3) == 0);
+    rp_heap_destroy(own);
+    rp_heap_destroy(h);
+    rp_set_report_fn(old, old_arg, NULL);
+}
+
+/* ---- realloc ---- */
+
+static void check_realloc(void)
+{
+    rp_heap *h = rp_heap_create(NULL);
+    char *p = rp_alloc(h, 40, 0);
+    memset(p, 'a', 40);
+    char *q = rp_realloc(h, p, 20); /* shrinks in place */
+    CHECK(q == p && rp_usable_size(q) == 20 && all_bytes(q, 20, 'a'));
+    q = rp_realloc(h, q, 30); /* grows back within the block */
+    CHECK(q == p && rp_usable_size(q) == 30 && all_bytes(q, 20, 'a') && all_bytes(q + 20, 10, 0xbe));
+    CHECK_HEAP(h);
+    char *r = rp_realloc(h, q, 100000); /* moves to the page tier */
+    CHECK(r && r != q && rp_usable_size(r) == 100000 && all_bytes(r, 20, 'a') && all_bytes(r + 30, 100, 0xbe));
+    rp_heap *other = rp_heap_create(NULL);
+    char *s = rp_realloc(other, r, 64); /* into another heap */
+    CHECK(s && rp_heap_of(s) == other && rp_usable_size(s) == 64 && all_bytes(s, 20, 'a'));
+    CHECK_HEAP(h);
+    CHECK_HEAP(other);
+    rp_heap_destroy(other);
+    rp_heap_destroy(h);
+}
+
+/* ---- the stack depot ---- */
+
+__attribute__((noinline)) uint32_t capture_leaf(unsigned skip)
+{
+    uint32_t id = rp_stack_capture(skip);
+    KEEP_FRAME();
+    return id;
+}
+__attribute__((noinline)) uint32_t capture_middle(unsigned skip)
+{
+    uint32_t id = capture_leaf(skip);
+    KEEP_FRAME();
+    return id;
+}
+__attribute__((noinline)) uint32_t capture_top(unsigned skip)
+{
+    uint32_t id = capture_middle(skip);
+    KEEP_FRAME();
+    return id;
+}
+__attribute__((noinline)) uint32_t capture_deep(unsigned levels)
+{
+    uint32_t id = levels ? capture_deep(levels - 1) : rp_stack_capture(0);
+    KEEP_FRAME();
+    return id;
+}
+
+static int count_stack(uint32_t id, const uintptr_t *frames, unsigned n, void *arg)
+{
+    size_t *c = arg;
+    (*c)++;
+    return (id == 0 || n == 0 || frames == NULL) ? 1 : 0;
+}
+
+static int stop_at_two(uint32_t id, const uintptr_t *frames, unsigned n, void *arg)
+{
+    (void)frames, (void)n, (void)arg;
+    return id == 2 ? 42 : 0;
+}
+
+static void check_depot(void)
+{
+    uint32_t twice[2];
+    for (int i = 0; i < 2; i++)
+        twice[i] = capture_top(0);
+    uint32_t a = twice[0];
+    CHECK(a != 0 && twice[1] == a); /* the same stack is stored once */
+    CHECK(strcmp(top_frame(a, 0), "capture_leaf") == 0);
+    CHECK(strcmp(top_frame(a, 1), "capture_middle") == 0);
+    CHECK(strcmp(top_frame(a, 2), "capture_top") == 0);
+    uint32_t b = capture_top(1);
+    CHECK(b != a && strcmp(top_frame(b, 0), "capture_middle") == 0);
+    uintptr_t frames[RP_STACK_MAX_FRAMES];
+    CHECK(rp_depot_get(capture_deep(40), frames, RP_STACK_MAX_FRAMES) == 16); /* backtrace_depth */
+
+    uintptr_t mine[3] = {0x1000, 0x2000, 0x3000};
+    size_t before = rp_depot_count();
+    uint32_t id = rp_depot_put(mine, 3);
+    CHECK(id != 0 && rp_depot_put(mine, 3) == id && rp_depot_count() == before + 1);
+    CHECK(rp_depot_put(mine, 2) != id);
+    CHECK(rp_depot_get(id, frames, 2) == 2 && frames[0] == 0x1000 && frames[1] == 0x2000);
+    CHECK(rp_depot_get(id, frames, 8) == 3 && frames[2] == 0x3000);
+    CHECK(rp_depot_put(mine, 0) == 0 && rp_depot_put(NULL, 3) == 0);
+    uintptr_t too_many[RP_STACK_MAX_FRAMES + 1] = {1};
+    CHECK(rp_depot_put(too_many, RP_STACK_MAX_FRAMES + 1) == 0);
+    CHECK(rp_depot_get(0, frames, 8) == 0 && rp_depot_get((uint32_t)rp_depot_count() + 1, frames, 8) == 0);
+    size_t seen = 0;
+    CHECK(rp_depot_foreach(count_stack, &seen) == 0 && seen == rp_depot_count());
+    CHECK(rp_depot_foreach(stop_at_two, NULL) == 42);
+    char why[256];
+    CHECK(rp_depot_check(why, sizeof why) == 0);
+    rp_debug_stats ds;
+    CHECK(rp_debug_get_stats(NULL, &ds) == 0 && ds.stacks == rp_depot_count() && ds.depot_bytes > 0);
+    CHECK(rp_debug_get_stats(NULL, NULL) == -1 && errno == EINVAL);
+}
+
+/* ---- the checker names every debug invariant ---- */
+
+static int expect_violation(rp_heap *h, const char *prefix)
+{
+    char why[256];
+    int bad = rp_heap_check(h, why, sizeof why);
+    CHECKF(bad && strncmp(why, prefix, strlen(prefix)) == 0, "expected %s, got %d '%s'", prefix, bad,
+           bad ? why : "");
+    return bad;
+}
+
+typedef struct find_free {
+    void *addr;
+    size_t size;
+} find_free;
+
+static int first_free_span_block(const rp_block_info *b, void *arg)
+{
+    find_free *f = arg;
+    if (b->state == RP_BLOCK_FREE && b->tier == RP_TIER_SPAN && b->size > 256) {
+        f->addr = b->addr;
+        f->size = b->size;
+        return 1;
+    }
+    return 0;
+}
+
+static void check_checker(void)
+{
+    rp_heap *h = rp_heap_create(NULL);
+    void *keep[64];
+    for (int i = 0; i < 64; i++)
+        keep[i] = rp_alloc(h, (size_t)(i * 37) % 500, 0);
+    for (int i = 0; i < 64; i += 2)
+        rp_free(keep[i]);
+    CHECK_HEAP(h);
+    char *live = keep[3];
+    char *freed = keep[4];
+    size_t live_req = rp_usable_size(live);
+    uint64_t secret = rp_debug_secret(h);
+    rp_debug_meta m, saved;
+
+    /* P5: a trailer byte. */
+    unsigned char t = peek(live, (long)live_req);
+    poke(live, (long)live_req, (unsigned char)~t);
+    expect_violation(h, "P5:");
+    poke(live, (long)live_req, t);
+    CHECK_HEAP(h);
+    /* P4: the canary's last byte. */
+    t = peek(live, -1);
+    poke(live, -1, (unsigned char)~t);
+    expect_violation(h, "P4:");
+    poke(live, -1, t);
+    /* P1: a field changed without the seal. */
+    meta_read(live, &saved);
+    m = saved;
+    m.requested += 1;
+    meta_write(live, &m);
+    expect_violation(h, "P1:");
+    /* P2, P3, P6: resealed metadata with impossible values. */
+    m = saved;
+    m.state = 0x1234;
+    m.seal = rp_meta_seal(secret, live, &m);
+    meta_write(live, &m);
+    expect_violation(h, "P2:");
+    m = saved;
+    m.requested = 1 << 20;
+    m.seal = rp_meta_seal(secret, live, &m);
+    meta_write(live, &m);
+    expect_violation(h, "P3:");
+    m = saved;
+    m.alloc_stack = (uint32_t)rp_depot_count() + 1000;
+    m.seal = rp_meta_seal(secret, live, &m);
+    meta_write(live, &m);
+    expect_violation(h, "P6:");
+    meta_write(live, &saved);
+    CHECK_HEAP(h);
+    /* P7: a quarantined block written after free. */
+    t = peek(freed, 0);
+    poke(freed, 0, 0);
+    expect_violation(h, "P7:");
+    poke(freed, 0, t);
+    CHECK_HEAP(h);
+    /* F1: free span memory written. */
+    find_free f = {0};
+    rp_heap_walk(h, first_free_span_block, &f);
+    REQUIRE(f.addr);
+    long at = (long)f.size - 1;
+    t = peek(f.addr, at);
+    poke(f.addr, at, 0);
+    expect_violation(h, "F1:");
+    poke(f.addr, at, t);
+    CHECK_HEAP(h);
+    /* Q1..Q4: the quarantine's own bookkeeping. */
+    rp_debug_heap *d = rp_debug_of(h);
+    rp_quarantine *q = &d->quarantine;
+    REQUIRE(q->count >= 2);
+    q->bytes += 16;
+    expect_violation(h, "Q1:");
+    q->bytes -= 16;
+    rp_quarantine_entry *first = &q->ring[q->head];
+    rp_quarantine_entry *second = &q->ring[(q->head + 1) & (q->cap - 1)];
+    void *was = first->user;
+    first->user = live;
+    expect_violation(h, "Q3:"); /* a live block listed as quarantined */
+    first->user = was;
+    rp_quarantine_entry saved_second = *second;
+    *second = *first;
+    q->bytes = q->bytes - saved_second.bytes + first->bytes;
+    expect_violation(h, "Q3:"); /* listed twice */
+    q->bytes = q->bytes - first->bytes + saved_second.bytes;
+    *second = saved_second;
+    q->count--; /* the newest entry forgotten */
+    size_t newest = (q->head + q->count) & (q->cap - 1);
+    q->bytes -= q->ring[newest].bytes;
+    expect_violation(h, "Q4:");
+    q->bytes += q->ring[newest].bytes;
+    q->count++;
+    CHECK_HEAP(h);
+    rp_heap_destroy(h);
+}
+
+int main(void)
+{
+    check_layout_and_fills();
+    check_quarantine();
+    check_walk_view();
+    check_report_history();
+    check_realloc();
+    check_depot();
+    check_checker();
+    TEST_MAIN_END();
+}
