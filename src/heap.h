@@ -80,6 +80,10 @@ rp_page *rp_heap_take_pages(rp_heap *h, size_t npages, unsigned align_order);
  * freed are decommitted. */
 void rp_heap_give_pages(rp_heap *h, rp_region *r, rp_page *d, size_t npages);
 
+/* rp_heap_stats with h already locked (h non-NULL): the counters consistent with a walk made
+ * under the same lock hold. */
+void rp_heap_stats_locked(rp_heap *h, struct rp_heap_stats *out);
+
 /* Calls fn on every heap with the global heap list locked (fork handling, tools). */
 void rp_heaps_foreach(void (*fn)(rp_heap *h, void *arg), void *arg);
 

@@ -1,18 +1,13 @@
-/* rp_heap_stats: a copy of the counters kept on every operation. */
+/* rp_heap_stats: a copy of the counters kept on every operation. The locked variant serves
+ * the dump writer, which reads the counters and walks the blocks under one lock hold. */
 #include <errno.h>
 #include <string.h>
 
 #include "heap.h"
 
-int rp_heap_stats(rp_heap *h, struct rp_heap_stats *out)
+void rp_heap_stats_locked(rp_heap *h, struct rp_heap_stats *out)
 {
-    h = rp_heap_resolve(h);
-    if (!h || !out) {
-        errno = EINVAL;
-        return -1;
-    }
     memset(out, 0, sizeof *out);
-    rp_lock_acquire(&h->lock);
     out->bytes_in_use = h->bytes_in_use;
     out->bytes_usable = h->bytes_usable;
     out->blocks_in_use = h->blocks_in_use;
@@ -40,6 +35,17 @@ int rp_heap_stats(rp_heap *h, struct rp_heap_stats *out)
     out->max_examined = h->max_examined;
     for (unsigned fl = 0; fl < RP_FL_COUNT && fl < RP_STATS_CLASSES; fl++)
         out->class_free_blocks[fl] = h->index.class_blocks[fl];
+}
+
+int rp_heap_stats(rp_heap *h, struct rp_heap_stats *out)
+{
+    h = rp_heap_resolve(h);
+    if (!h || !out) {
+        errno = EINVAL;
+        return -1;
+    }
+    rp_lock_acquire(&h->lock);
+    rp_heap_stats_locked(h, out);
     rp_lock_release(&h->lock);
     return 0;
 }

@@ -1,0 +1,65 @@
+/*
+ * rampart heap dumps: a snapshot of one heap or of every heap of the process, in the
+ * versioned binary format of debug/DUMP_FORMAT.md, for `rpdump` (tools/rpdump) to inspect
+ * offline: totals, regions, every block, free-space classes, and in the debug flavour the
+ * allocation stacks and quarantine, with the executable mappings and build-ids needed to
+ * symbolise the stacks elsewhere.
+ *
+ * Available in both flavours: link //debug:dump with the release library, or
+ * //src:rampart_debug (which includes it).
+ *
+ * Dumps are streamed to the file descriptor through a fixed buffer with write(2): nothing is
+ * allocated from any heap, and no stdio is used, so dumping works with rampart as the
+ * process's malloc. A heap is locked while its sections are written (other threads using it
+ * wait); the stack depot and mappings are written after every heap lock is released.
+ * Writing to a pipe whose reader has gone raises SIGPIPE as any write(2) does.
+ *
+ * Automatic dumps (RAMPART_OPTIONS, see src/options.h):
+ *   dump_signal=SIGUSR2   the signal requests a dump of every heap. The handler only writes
+ *                         one byte to a pipe (async-signal-safe); a dumper thread started at
+ *                         load time writes the dump, outside the handler's restrictions.
+ *                         Requests arriving while a dump is being written are merged into the
+ *                         next one. A handler the program installs later for the same signal
+ *                         replaces rampart's; a forked child does not dump on the signal.
+ *   dump_at_exit=1        a dump of every heap is written at exit (atexit, registered at load
+ *                         time, so it runs after the program's own atexit handlers).
+ *   dump_path=PATTERN     file name pattern: %p = pid, %n = sequence number (0, 1, ... per
+ *                         process), %% = '%'. Default rampart.%p.%n.rpd. Each dump is written
+ *                         under PATH.tmp and renamed, so PATH appears complete or not at all.
+ * Each automatic dump prints one line to stderr: "rampart: heap dump written to PATH" (or why
+ * it failed).
+ */
+#ifndef RAMPART_DUMP_H
+#define RAMPART_DUMP_H
+
+#include <stddef.h>
+
+#include "rampart.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Writes a dump of heap h (NULL = the default heap) to fd, which stays open. Returns 0, or
+ * -1 with errno: EBADF and the other errors of write(2), ENOMEM when the writer's scratch
+ * memory (mapped from the OS, never from a heap) cannot be mapped. A heap too damaged to
+ * walk still gets a dump: its blocks section stops at the damage and the heap record says
+ * why (rpdump summary prints it, rpdump check fails on it). */
+int rp_heap_dump(rp_heap *h, int fd);
+
+/* Writes every heap of the process into one dump on fd. Heaps created while the dump is
+ * being written may be left out. Returns 0 or -1 with errno, as rp_heap_dump. */
+int rp_dump_all(int fd);
+
+/* Writes every heap into a new file named by pattern (NULL = the dump_path option), after
+ * expanding %p, %n (taking the next sequence number) and %%. The file is created with mode
+ * 0644 (less the umask) under PATH.tmp and renamed to PATH once complete. On success the path
+ * is copied to path_out (if non-NULL; truncated to len bytes, NUL-terminated). Returns 0, or
+ * -1 with errno (ENAMETOOLONG when the expanded path does not fit in 4096 bytes, the errors
+ * of open(2), write(2) and rename(2)). */
+int rp_dump_to_path(const char *pattern, char *path_out, size_t len);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* RAMPART_DUMP_H */

@@ -1,0 +1,335 @@
+/* rpdump: inspects rampart heap dumps (debug/DUMP_FORMAT.md). Argument parsing, opening the
+ * dumps, error reporting; each subcommand lives in its own cmd_*.c file. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "rpdump.h"
+#include "text_out.h"
+
+static const char usage_text[] =
+    "usage: rpdump COMMAND [options] DUMP\n"
+    "       rpdump diff [options] DUMP_A DUMP_B\n"
+    "\n"
+    "commands:\n"
+    "  summary   totals, per-region use, free-space classes, fragmentation, quarantine\n"
+    "  blocks    list blocks: --state used|free|quarantined|span|all[,..]  --tier span|page\n"
+    "            --min-size N  --max-size N  --site STACK_ID  --limit N\n"
+    "  sites     allocation sites (stacks) by live bytes and blocks: --state used|quarantined|live\n"
+    "            --limit N (default 20)  --frames N (default 8)  --symbolizer auto|none|PATH\n"
+    "  diff      what grew from DUMP_A to DUMP_B, by site: --all (shrinking too)  --limit N\n"
+    "            --frames N  --symbolizer auto|none|PATH\n"
+    "  check     verify the heap invariants on the dump: --max-errors N (default 100)\n"
+    "  map       draw each region by address: -o FILE.svg (required)  --width PX (default 1024)\n"
+    "\n"
+    "options for every command:\n"
+    "  --json          machine-readable output (field names in tools/rpdump/README.md)\n"
+    "  --heap NAME     only the heap with this name\n"
+    "  --memory-cap N  refuse dumps that need more than N bytes of memory (default 1G)\n"
+    "\n"
+    "sizes take K, M, G suffixes. exit status: 0 ok, 1 check found violations,\n"
+    "2 malformed or unreadable dump, 64 usage error.\n";
+
+static int usage(const char *why)
+{
+    if (why)
+        fprintf(stderr, "rpdump: %s\n", why);
+    fputs(usage_text, stderr);
+    return RPDUMP_USAGE;
+}
+
+/* Strict unsigned number with an optional K/M/G suffix. */
+static int parse_number(const char *s, uint64_t *out)
+{
+    if (!*s)
+        return -1;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 0);
+    if (errno || end == s || *s == '-')
+        return -1;
+    unsigned shift = 0;
+    if (*end == 'k' || *end == 'K')
+        shift = 10, end++;
+    else if (*end == 'm' || *end == 'M')
+        shift = 20, end++;
+    else if (*end == 'g' || *end == 'G')
+        shift = 30, end++;
+    if (*end || (shift && v > (~0ull >> shift)))
+        return -1;
+    *out = (uint64_t)v << shift;
+    return 0;
+}
+
+static int parse_states(const char *s, unsigned *mask)
+{
+    *mask = 0;
+    while (*s) {
+        size_t n = strcspn(s, ",");
+        if (n == 4 && !strncmp(s, "used", 4))
+            *mask |= STATE_BIT(RPD_STATE_USED);
+        else if (n == 4 && !strncmp(s, "free", 4))
+            *mask |= STATE_BIT(RPD_STATE_FREE);
+        else if (n == 11 && !strncmp(s, "quarantined", 11))
+            *mask |= STATE_BIT(RPD_STATE_QUARANTINED);
+        else if (n == 4 && !strncmp(s, "span", 4))
+            *mask |= STATE_BIT(RPD_STATE_SPAN);
+        else if (n == 4 && !strncmp(s, "live", 4))
+            *mask |= STATE_BIT(RPD_STATE_USED) | STATE_BIT(RPD_STATE_QUARANTINED);
+        else if (n == 3 && !strncmp(s, "all", 3))
+            *mask |= STATE_BIT(RPD_STATE_USED) | STATE_BIT(RPD_STATE_FREE) | STATE_BIT(RPD_STATE_QUARANTINED) |
+                     STATE_BIT(RPD_STATE_SPAN);
+        else
+            return -1;
+        s += n;
+        if (*s == ',')
+            s++;
+    }
+    return *mask ? 0 : -1;
+}
+
+static void print_error(const char *path, const rpd_error *err)
+{
+    char clean[512];
+    fprintf(stderr, "rpdump: %s: offset %llu (0x%llx): %s\n", text_clean(clean, sizeof clean, path),
+            (unsigned long long)err->offset, (unsigned long long)err->offset, err->message);
+}
+
+static void json_error_member(json_out *j, const char *path, const rpd_error *err)
+{
+    json_key(j, "error");
+    json_object_compact(j);
+    json_kv_string(j, "file", path);
+    json_kv_u64(j, "offset", err->offset);
+    json_kv_string(j, "message", err->message);
+    json_object_end(j);
+}
+
+int rpd_report_error(const rpd_options *o, const char *path, const rpd_error *err)
+{
+    print_error(path, err);
+    if (o->json) {
+        json_out j;
+        json_init(&j, stdout);
+        json_object(&j);
+        json_error_member(&j, path, err);
+        json_object_end(&j);
+        json_finish(&j);
+    }
+    return RPDUMP_BAD_DUMP;
+}
+
+int rpd_report_error_in_json(json_out *j, const char *path, const rpd_error *err)
+{
+    print_error(path, err);
+    json_error_member(j, path, err);
+    json_object_end(j);
+    json_finish(j);
+    return RPDUMP_BAD_DUMP;
+}
+
+static const char *flavour_name(const rpd_dump *d) { return rpd_is_debug(d) ? "debug" : "release"; }
+
+void rpd_json_dump_info(json_out *j, const rpd_dump *d, const char *path)
+{
+    json_kv_string(j, "file", path);
+    json_kv_string(j, "format", "rampart-dump");
+    char version[32];
+    snprintf(version, sizeof version, "%u.%u", d->header.major, d->header.minor);
+    json_kv_string(j, "version", version);
+    json_kv_string(j, "flavour", flavour_name(d));
+    json_kv_u64(j, "pid", d->process.pid);
+    json_kv_u64(j, "time", d->process.time);
+    json_kv_string(j, "reason", rpd_reason_name(d->process.reason));
+    json_kv_u64(j, "sequence", d->process.sequence);
+    json_kv_string(j, "executable", d->process.exe);
+}
+
+void rpd_text_dump_info(FILE *f, const rpd_dump *d, const char *path)
+{
+    char clean[512], exe[RPD_EXE_BYTES], when[64] = "?";
+    time_t t = (time_t)d->process.time;
+    struct tm tm;
+    if (gmtime_r(&t, &tm))
+        strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S UTC", &tm);
+    fprintf(f, "%s: rampart dump %u.%u, %s flavour, pid %llu (%s), %s, reason: %s", text_clean(clean, sizeof clean, path),
+            d->header.major, d->header.minor, flavour_name(d), (unsigned long long)d->process.pid,
+            text_clean(exe, sizeof exe, d->process.exe), when, rpd_reason_name(d->process.reason));
+    if (d->process.reason != RPD_REASON_CALL)
+        fprintf(f, " (dump #%llu)", (unsigned long long)d->process.sequence);
+    fprintf(f, ", %zu heap%s\n", d->nheaps, d->nheaps == 1 ? "" : "s");
+}
+
+static int open_input(rpd_input *in, const char *path, const rpd_options *o)
+{
+    in->path = path;
+    rpd_error err = {0, ""};
+    if (rpd_source_file(&in->src, path, &err) != 0) {
+        memset(&in->dump, 0, sizeof in->dump);
+        return rpd_report_error(o, path, &err);
+    }
+    if (rpd_open(&in->dump, &in->src, o->mem_cap, &err) != 0)
+        return rpd_report_error(o, path, &err);
+    if (o->heap && !rpd_heap_named(&in->dump, o->heap)) {
+        char clean[64];
+        fprintf(stderr, "rpdump: %s: no heap named '%s'\n", path, text_clean(clean, sizeof clean, o->heap));
+        return RPDUMP_USAGE;
+    }
+    return RPDUMP_OK;
+}
+
+static void close_input(rpd_input *in)
+{
+    rpd_close(&in->dump);
+    rpd_source_close(&in->src);
+}
+
+/* Options that take a value: returns the value or NULL (usage error). */
+static const char *value_of(int argc, char **argv, int *i)
+{
+    char *eq = strchr(argv[*i], '=');
+    if (eq && argv[*i][1] == '-')
+        return eq + 1;
+    if (*i + 1 >= argc)
+        return NULL;
+    return argv[++*i];
+}
+
+static int option_is(const char *arg, const char *name)
+{
+    size_t n = strlen(name);
+    return strncmp(arg, name, n) == 0 && (arg[n] == 0 || arg[n] == '=');
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2)
+        return usage(NULL);
+    rpd_options o;
+    memset(&o, 0, sizeof o);
+    o.frames = 8;
+    o.symbolizer = "auto";
+    o.width = 1024;
+    o.max_errors = 100;
+    const char *command = NULL, *files[2] = {NULL, NULL};
+    int nfiles = 0, limit_given = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = NULL;
+        uint64_t n;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            fputs(usage_text, stdout);
+            return RPDUMP_OK;
+        } else if (!strcmp(a, "--json")) {
+            o.json = 1;
+        } else if (!strcmp(a, "--all")) {
+            o.all = 1;
+        } else if (option_is(a, "--heap")) {
+            if (!(o.heap = value_of(argc, argv, &i)))
+                return usage("--heap needs a name");
+        } else if (option_is(a, "--limit")) {
+            if (!(v = value_of(argc, argv, &i)) || parse_number(v, &o.limit))
+                return usage("--limit needs a number");
+            limit_given = 1;
+        } else if (option_is(a, "--state")) {
+            if (!(v = value_of(argc, argv, &i)) || parse_states(v, &o.states))
+                return usage("--state takes used, free, quarantined, span, live or all (comma-separated)");
+        } else if (option_is(a, "--tier")) {
+            if (!(v = value_of(argc, argv, &i)))
+                return usage("--tier takes span or page");
+            if (!strcmp(v, "span"))
+                o.tiers = 1u << RPD_TIER_SPAN;
+            else if (!strcmp(v, "page"))
+                o.tiers = 1u << RPD_TIER_PAGE;
+            else
+                return usage("--tier takes span or page");
+        } else if (option_is(a, "--min-size")) {
+            if (!(v = value_of(argc, argv, &i)) || parse_number(v, &o.min_size))
+                return usage("--min-size needs a size");
+        } else if (option_is(a, "--max-size")) {
+            if (!(v = value_of(argc, argv, &i)) || parse_number(v, &o.max_size))
+                return usage("--max-size needs a size");
+        } else if (option_is(a, "--site")) {
+            if (!(v = value_of(argc, argv, &i)) || parse_number(v, &n) || n > UINT32_MAX)
+                return usage("--site needs a stack id (as printed by rpdump sites)");
+            o.have_site = 1;
+            o.site = (uint32_t)n;
+        } else if (option_is(a, "--frames")) {
+            if (!(v = value_of(argc, argv, &i)) || parse_number(v, &n) || n > RPD_MAX_FRAMES)
+                return usage("--frames needs a number from 0 to 64");
+            o.frames = (unsigned)n;
+        } else if (option_is(a, "--symbolizer")) {
+            if (!(o.symbolizer = value_of(argc, argv, &i)))
+                return usage("--symbolizer takes auto, none or a path");
+        } else if (!strcmp(a, "-o") || option_is(a, "--output")) {
+            if (!(o.output = value_of(argc, argv, &i)))
+                return usage("-o needs a file name");
+        } else if (option_is(a, "--width")) {
+            if (!(v = value_of(argc, argv, &i)) || parse_number(v, &n) || n < 64 || n > 8192)
+                return usage("--width takes 64 to 8192 pixels");
+            o.width = (unsigned)n;
+        } else if (option_is(a, "--max-errors")) {
+            if (!(v = value_of(argc, argv, &i)) || parse_number(v, &o.max_errors))
+                return usage("--max-errors needs a number");
+        } else if (option_is(a, "--memory-cap")) {
+            if (!(v = value_of(argc, argv, &i)) || parse_number(v, &n) || n < ((uint64_t)1 << 20) ||
+                n > ((uint64_t)1 << 40))
+                return usage("--memory-cap takes 1M to 1T bytes");
+            o.mem_cap = (size_t)n;
+        } else if (a[0] == '-' && a[1]) {
+            char clean[64];
+            fprintf(stderr, "rpdump: unknown option '%s'\n", text_clean(clean, sizeof clean, a));
+            return usage(NULL);
+        } else if (!command) {
+            command = a;
+        } else if (nfiles < 2) {
+            files[nfiles++] = a;
+        } else {
+            return usage("too many arguments");
+        }
+    }
+    if (!command)
+        return usage("no command");
+    static const char *const commands[] = {"summary", "blocks", "sites", "diff", "check", "map"};
+    int known = 0;
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        known |= !strcmp(command, commands[i]);
+    if (!known)
+        return usage("unknown command");
+    int is_diff = !strcmp(command, "diff");
+    if (nfiles != (is_diff ? 2 : 1))
+        return usage(is_diff ? "diff needs two dumps" : "one dump expected");
+    if (!strcmp(command, "sites") && !limit_given)
+        o.limit = 20;
+    if (!strcmp(command, "map") && !o.output)
+        return usage("map needs -o FILE.svg");
+
+    static rpd_input inputs[2];
+    int opened = 0;
+    int rc = RPDUMP_OK;
+    for (int i = 0; i < nfiles && rc == RPDUMP_OK; i++, opened++)
+        rc = open_input(&inputs[i], files[i], &o);
+    if (rc == RPDUMP_OK) {
+        if (!strcmp(command, "summary"))
+            rc = cmd_summary(&inputs[0], &o);
+        else if (!strcmp(command, "blocks"))
+            rc = cmd_blocks(&inputs[0], &o);
+        else if (!strcmp(command, "sites"))
+            rc = cmd_sites(&inputs[0], &o);
+        else if (is_diff)
+            rc = cmd_diff(&inputs[0], &inputs[1], &o);
+        else if (!strcmp(command, "check"))
+            rc = cmd_check(&inputs[0], &o);
+        else
+            rc = cmd_map(&inputs[0], &o);
+    }
+    for (int i = 0; i < opened; i++)
+        close_input(&inputs[i]);
+    if (fflush(stdout) != 0 && rc == RPDUMP_OK) {
+        fprintf(stderr, "rpdump: writing the output failed: %s\n", strerror(errno));
+        rc = RPDUMP_BAD_DUMP;
+    }
+    return rc;
+}

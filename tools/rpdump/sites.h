@@ -1,0 +1,41 @@
+/* What `sites` and `diff` share: per-site totals, and printing a site's stack. A site is an
+ * allocation stack; blocks without a stack (release dumps, capture off) form the site
+ * "no stack", blocks naming an id missing from the stack section the site "unknown stack". */
+#ifndef RPDUMP_SITES_H
+#define RPDUMP_SITES_H
+
+#include "rpdump.h"
+#include "stack_table.h"
+#include "symbolize.h"
+
+enum { SITE_NO_STACK = 0, SITE_UNKNOWN_STACK = 1, SITE_FIRST_STACK = 2 };
+
+typedef struct site_stats {
+    uint64_t blocks;
+    uint64_t bytes;       /* requested bytes in debug dumps, usable bytes in release ones */
+    uint64_t usable;
+    uint64_t block_bytes; /* bytes the blocks occupy, metadata included */
+} site_stats;
+
+/* The site index (SITE_*, or SITE_FIRST_STACK + stack index) of a block's allocation stack. */
+size_t site_of_block(const rpd_stack_table *t, const rpd_block *b);
+
+void site_add(site_stats *s, const rpd_dump *d, const rpd_block *b);
+
+/* The states a site command counts: --state, by default used blocks only. */
+unsigned site_states(const rpd_options *o);
+
+/* Adds the blocks of the selected heaps and states into stats[site_of_block()]. */
+int site_collect(rpd_dump *d, const rpd_stack_table *t, const rpd_options *o, site_stats *stats, rpd_error *err);
+
+/* A name for special sites: "(no stack)", "(unknown stack)". */
+const char *site_special_name(size_t site);
+
+/* Queues, then prints (text or JSON array "frames") the first o->frames frames of a stack. */
+void site_want_frames(symbolizer *sym, const rpd_dump *d, const uint64_t *frames, unsigned n, const rpd_options *o);
+void site_print_frames(FILE *f, symbolizer *sym, const rpd_dump *d, const uint64_t *frames, unsigned n,
+                       const rpd_options *o);
+void site_json_frames(json_out *j, symbolizer *sym, const rpd_dump *d, const uint64_t *frames, unsigned n,
+                      const rpd_options *o);
+
+#endif
