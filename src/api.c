@@ -3,25 +3,18 @@
 #include <errno.h>
 #include <string.h>
 
+#include "batch.h"
 #include "heap.h"
 #include "hooks.h"
 #include "large.h"
 #include "locate.h"
 #include "pagemap.h"
 #include "span.h"
-
-/* Which tier serves a request: whole pages for big sizes or alignments, and for
- * page-aligned requests of whole pages (so they carry no in-band header). */
-static inline int wants_pages(const rp_heap *h, size_t size, size_t align)
-{
-    if (size >= h->large_threshold || align >= h->large_threshold)
-        return 1;
-    return align >= RP_PAGE_SIZE && size != 0 && (size & (RP_PAGE_SIZE - 1)) == 0;
-}
+#include "tier.h"
 
 static void *core_alloc(rp_heap *h, size_t size, size_t align, rp_fault *f)
 {
-    if (wants_pages(h, size, align)) {
+    if (rp_wants_pages(h, size, align)) {
         size_t usable;
         void *p = rp_large_alloc(h, size, align, &usable);
         if (p)
@@ -81,6 +74,34 @@ void *rp_calloc(rp_heap *h, size_t n, size_t size, size_t align)
     return p;
 }
 
+size_t rp_alloc_batch(rp_heap *h, size_t size, size_t align, void **out, size_t n)
+{
+    align = normal_align(align);
+    h = rp_heap_resolve(h);
+    if (!align || !h || n == 0 || rp_wants_pages(h, size, align)) {
+        errno = EINVAL;
+        return 0;
+    }
+    rp_fault f;
+    f.kind = 0;
+    size_t got = 0;
+    rp_lock_acquire(&h->lock);
+    while (got < n) {
+        size_t k = rp_span_alloc_run(h, size, align, out + got, n - got, &f);
+        if (!k)
+            break;
+        for (size_t i = got; i < got + k; i++)
+            rp_hook_alloc(h, out[i], size, rp_block_usable(rp_block_of_user(out[i])), align);
+        got += k;
+    }
+    rp_lock_release(&h->lock);
+    if (RP_UNLIKELY(f.kind))
+        rp_report_fault(&f);
+    if (got < n)
+        errno = ENOMEM;
+    return got;
+}
+
 /* Frees a located block: the debug runtime may hold it back (quarantine). */
 static void core_free(rp_heap *h, void *p, const rp_located *loc, rp_fault *f)
 {
@@ -138,6 +159,92 @@ void rp_free(void *p)
     rp_lock_release(&h->lock);
     if (RP_UNLIKELY(f.kind))
         rp_report_fault(&f);
+}
+
+/* Blocks of a batch that lie back to back, waiting to be released as one region. */
+typedef struct pending_run {
+    rp_block *lo;  /* first block, NULL when empty */
+    uintptr_t hi;  /* end of the last block */
+    size_t count;
+} pending_run;
+
+/* Releases the pending run; returns how many blocks it freed (0 on a fault). */
+static size_t run_release(rp_heap *h, pending_run *run, rp_fault *f)
+{
+    if (!run->lo)
+        return 0;
+    rp_fault one;
+    one.kind = 0;
+    rp_span_release_run(h, run->lo, run->count, run->hi - (uintptr_t)run->lo, &one);
+    run->lo = NULL;
+    if (one.kind) {
+        if (!f->kind)
+            *f = one;
+        return 0;
+    }
+    return run->count;
+}
+
+size_t rp_free_batch(rp_heap *h, void *const *ptrs, size_t n)
+{
+    rp_fault f;
+    f.kind = 0;
+    size_t freed = 0;
+    pending_run run = {NULL, 0, 0};
+    rp_lock_acquire(&h->lock);
+    for (size_t i = 0; i < n; i++) {
+        void *p = ptrs[i];
+        rp_region *r = rp_pagemap_lookup(p);
+        rp_located loc;
+        rp_fault one;
+        one.kind = 0;
+        uintptr_t at = (uintptr_t)rp_block_of_user(p);
+        if (!r || r->heap != h) {
+            rp_fault_set(&one, RP_ERR_INVALID_FREE, h, p, NULL, 0,
+                         "%p is not a block of heap '%s' (batch free)", p, h->name);
+        } else if (run.lo && at >= (uintptr_t)run.lo && at < run.hi) {
+            rp_fault_set(&one, RP_ERR_DOUBLE_FREE, h, p, p, 0, "%p in heap '%s' is freed twice in one batch", p,
+                         h->name);
+        } else if (rp_locate(h, r, p, &loc, &one) == 0) {
+            if (loc.tier == RP_TIER_SPAN && RP_HOOK_PREFIX == 0) {
+                /* Extend the pending run when the block touches either end of it. */
+                rp_block *b = loc.block;
+                if (run.lo && at == run.hi) {
+                    run.hi += b->size;
+                    run.count++;
+                } else if (run.lo && at + b->size == (uintptr_t)run.lo) {
+                    run.lo = b;
+                    run.count++;
+                } else {
+                    freed += run_release(h, &run, &one);
+                    run.lo = b;
+                    run.hi = at + b->size;
+                    run.count = 1;
+                }
+            } else {
+                freed += run_release(h, &run, &one);
+                rp_fault mine;
+                mine.kind = 0;
+                core_free(h, p, &loc, &mine);
+                if (mine.kind)
+                    rp_fault_set(&one, mine.kind, mine.heap, mine.address, mine.block, mine.block_size, "%s",
+                                 mine.message);
+                else
+                    freed++;
+            }
+        }
+        if (one.kind && !f.kind)
+            f = one;
+    }
+    rp_fault last;
+    last.kind = 0;
+    freed += run_release(h, &run, &last);
+    if (last.kind && !f.kind)
+        f = last;
+    rp_lock_release(&h->lock);
+    if (RP_UNLIKELY(f.kind))
+        rp_report_fault(&f);
+    return freed;
 }
 
 size_t rp_usable_size(const void *p)
@@ -207,7 +314,7 @@ void *rp_realloc(rp_heap *h, void *p, size_t size)
          * growing (unless it shrinks). */
         int in_place;
         if (loc.tier == RP_TIER_SPAN)
-            in_place = (!wants_pages(owner, size, loc.align) || size <= old_usable) &&
+            in_place = (!rp_wants_pages(owner, size, loc.align) || size <= old_usable) &&
                        rp_span_resize(owner, loc.block, size, &f);
         else
             in_place = rp_large_resize(owner, loc.head, size);

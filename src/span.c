@@ -244,6 +244,86 @@ void *rp_span_alloc(rp_heap *h, size_t size, size_t align, rp_fault *f)
     return user;
 }
 
+/* Splits the used block a (just carved, size a->size >= k * stride) into k blocks of stride
+ * bytes, the last one taking the remainder: k-1 headers written inside a, the next block's
+ * boundary tag moved to the last one. */
+RP_NO_SANITIZE_ADDRESS
+static void split_run(rp_heap *h, rp_block *a, size_t stride, size_t k)
+{
+    uint64_t secret = h->secret;
+    uint32_t bits = a->bits & RP_HDR_ALIGN_MASK;
+    uint32_t total = a->size;
+    rp_block *next = rp_block_next(a);
+    a->size = k > 1 ? (uint32_t)stride : total;
+    rp_block_reseal(secret, a);
+    rp_block *b = a;
+    for (size_t i = 1; i < k; i++) {
+        b = (rp_block *)((char *)b + stride);
+        uint32_t size = i + 1 < k ? (uint32_t)stride : total - (uint32_t)(stride * (k - 1));
+        rp_block_write(secret, b, (uint32_t)stride, size, bits);
+    }
+    next->prev_size = b->size;
+    rp_block_reseal(secret, next);
+}
+
+size_t rp_span_alloc_run(rp_heap *h, size_t size, size_t align, void **out, size_t n, rp_fault *f)
+{
+    size_t stride = rp_align_up(rp_span_block_need(size), align);
+    if (RP_HOOK_PREFIX != 0 || n < 2 || stride != rp_span_block_need(size)) {
+        /* The debug flavour watches every block's reuse: one at a time. So are shapes whose
+         * blocks would not tile (the stride must be a multiple of the alignment). */
+        void *p = rp_span_alloc(h, size, align, f);
+        if (!p)
+            return 0;
+        out[0] = p;
+        return 1;
+    }
+    /* One free block for the whole run if the index has one; else the largest run the
+     * search for a single block finds room for. At most two free blocks examined. */
+    size_t extra = align > RP_MIN_ALIGN ? align + RP_MIN_BLOCK : 0;
+    rp_block *b = NULL;
+    if (stride * n + extra <= RP_MAX_SPAN_BLOCK)
+        b = rp_free_index_find(&h->index, stride * n + extra);
+    uint64_t examined = b ? 1 : 0;
+    if (b && !index_block_ok(h, b, f))
+        return 0;
+    if (!b) {
+        b = rp_free_index_find(&h->index, stride + extra);
+        if (b) {
+            examined++;
+            if (!index_block_ok(h, b, f))
+                return 0;
+        }
+    }
+    if (!b) {
+        b = span_create(h, stride * n + extra);
+        if (!b)
+            b = span_create(h, stride + extra);
+        if (!b)
+            return 0;
+        examined++; /* the page tier's list head the span came from */
+        rp_free_index_insert(&h->index, b);
+    }
+    rp_heap_count_examined(h, examined);
+    size_t lead = align > RP_MIN_ALIGN ? aligned_lead(b, align) : 0;
+    size_t k = 0, room = b->size - lead;
+    while (k < n && (k + 1) * stride <= room)
+        k++;
+    if (take_from_index(h, b, f) != 0)
+        return 0;
+    rp_block *a = carve(h, b, lead, k * stride, rp_fls(align));
+    size_t total = a->size;
+    split_run(h, a, stride, k);
+    h->blocks_in_use += k;
+    h->bytes_in_use += total;
+    h->bytes_usable += total - k * RP_USER_OFFSET;
+    h->alloc_calls += k;
+    char *user = rp_block_user(a);
+    for (size_t i = 0; i < k; i++)
+        out[i] = user + i * stride;
+    return k;
+}
+
 /* A whole span became free: keep it as the spare, or give it back to the page tier. */
 static void span_emptied(rp_heap *h, rp_block *b)
 {
@@ -271,11 +351,11 @@ static int unfile_neighbour(rp_heap *h, rp_block *b, rp_block *n, rp_fault *f)
 }
 
 RP_NO_SANITIZE_ADDRESS
-void rp_span_release(rp_heap *h, rp_block *b, rp_fault *f)
+void rp_span_release_run(rp_heap *h, rp_block *b, size_t count, size_t total, rp_fault *f)
 {
     uint64_t secret = h->secret;
-    size_t size = b->size;
-    rp_block *next = rp_block_next(b);
+    size_t size = total;
+    rp_block *next = (rp_block *)((char *)b + total);
     rp_block *prev = (b->bits & RP_HDR_PREV_FREE) ? rp_block_prev(b) : NULL;
     /* Validate both neighbours before changing anything: freeing into a corrupted
      * neighbourhood would spread the damage, so the block then stays allocated. */
@@ -303,13 +383,22 @@ void rp_span_release(rp_heap *h, rp_block *b, rp_fault *f)
         return;
     }
 
-    h->blocks_in_use--;
+    h->blocks_in_use -= count;
     h->bytes_in_use -= size;
-    h->bytes_usable -= rp_block_usable(b);
-    h->free_calls++;
+    h->bytes_usable -= size - count * RP_USER_OFFSET;
+    h->free_calls += count;
 
     rp_block *start = prev ? prev : b;
     size_t len = size + (merge_next ? next->size : 0) + (prev ? prev->size : 0);
+    /* The headers of the run's later blocks, and b's when it joins prev's block, become
+     * payload. Left as they were they would still validate as live blocks, so a second free
+     * of one would be taken for a first one (by the core, which then trips over the
+     * neighbour checks, and by the malloc drop-in's lock-free free path, which trusts a valid
+     * live header). Mark them free: a second free is a double free. */
+    for (rp_block *x = rp_block_next(b); x != next; x = rp_block_next(x))
+        rp_block_write(secret, x, x->prev_size, x->size, RP_HDR_FREE);
+    if (prev)
+        rp_block_write(secret, b, b->prev_size, b->size, RP_HDR_FREE);
     /* Debug poison: exactly the bytes that become free payload. */
     if (prev)
         rp_hook_span_freed(h, b, size);
@@ -328,6 +417,8 @@ void rp_span_release(rp_heap *h, rp_block *b, rp_fault *f)
     else
         rp_free_index_insert(&h->index, start);
 }
+
+void rp_span_release(rp_heap *h, rp_block *b, rp_fault *f) { rp_span_release_run(h, b, 1, b->size, f); }
 
 RP_NO_SANITIZE_ADDRESS
 int rp_span_resize(rp_heap *h, rp_block *b, size_t size, rp_fault *f)

@@ -24,8 +24,21 @@ static inline size_t rp_span_block_need(size_t size)
  * (or on corruption, recorded in *f). */
 void *rp_span_alloc(rp_heap *h, size_t size, size_t align, rp_fault *f);
 
+/* Allocates up to n blocks for size bytes aligned to align, as a run of adjacent blocks
+ * carved from one free block (the malloc drop-in's refill batches: one search and one carve
+ * for the run, one header write per block). Stores their user pointers in out and returns how
+ * many (at least 1 unless out of memory: NULL-equivalent 0). Examines at most two free
+ * blocks. Shapes whose blocks cannot tile at that alignment, and the debug flavour, get one
+ * block per call. */
+size_t rp_span_alloc_run(rp_heap *h, size_t size, size_t align, void **out, size_t n, rp_fault *f);
+
 /* Returns a validated used block to free space, coalescing with both neighbours. */
 void rp_span_release(rp_heap *h, rp_block *b, rp_fault *f);
+
+/* Returns count validated used blocks that lie back to back, b first and total bytes in all,
+ * to free space as one region: what count rp_span_release calls would do, with one index
+ * update instead of one per block (a cache flush often returns a run carved in one piece). */
+void rp_span_release_run(rp_heap *h, rp_block *b, size_t count, size_t total, rp_fault *f);
 
 /* Resizes b in place to hold size bytes (shrink, or grow into a free right neighbour).
  * Returns 1 on success, 0 if the block must move. */

@@ -1,526 +1,976 @@
 /* rpbench: rampart against the allocators people use, side by side in one run.
  *
- * The driver runs every measurement in a fresh worker process (this binary re-executed with
- * --worker), interleaving allocators and repeating each measurement, then reports medians.
- * Scenarios:
- *   seed   10 rounds x 2000 allocations of one (size, alignment) shape, no frees: ns/op per
- *          round and the ratio round 10 / round 1 (DPDK's rte_malloc grows 15 -> 168 us);
- *   churn  a steady live set of 1000 blocks of the seed shapes: free one, allocate one;
- *          ns/op over 1M operations;
- *   memory the seed allocations with every page of every block written: peak RSS over the
- *          bytes requested.
- * Allocators (rows): "rampart" (rp_alloc / rp_free on one heap, release flavour), "glibc"
- * (posix_memalign / free), and the debug flavour against them: "debug" (rp_alloc / rp_free
- * linked against //src:rampart_debug, every check on: cookies, poisoning, 4 MiB quarantine,
- * 16-frame allocation and free stacks), "debug-nobt" (the same with backtrace_depth=0) and
- * "glibc-asan" (posix_memalign / free in a worker built with -fsanitize=address, i.e. ASan's
- * allocator). A row may run in another worker binary, a sibling of rpbench (built as its data
- * dependency), with its own RAMPART_OPTIONS. The debug rows run with --debug (or by name in
- * --allocators); their churn measurements run 100k operations instead of 1M. The debug worker
- * also measures the cost of one stack capture (rp_stack_capture).
+ * Every measurement runs in a fresh worker process (rpbench_worker.h), with the allocator
+ * chosen by LD_PRELOAD (malloc API) or linked in (rp_alloc API). Allocators are interleaved
+ * within each repetition (who goes first rotates) and each figure is the median over the
+ * repetitions, which keeps the noise of a shared machine out of the ratios.
  *
- *   rpbench [--reps N] [--rounds N] [--per-round N] [--case NAME] [--debug]
- *           [--allocators LIST] [--json FILE]
+ * Scenarios:
+ *   seed     10 rounds x 2000 allocations of one (size, alignment) shape, no frees: ns/op of
+ *            each round and round 10 / round 1 (DPDK's rte_malloc grows 15 -> 168 us);
+ *   churn    a live set of 1000 blocks of the case's shapes; each op frees a random one and
+ *            allocates a random shape: ns/op, and the p99.9 latency of one op;
+ *   memory   the seed allocations with every page written: peak RSS / bytes requested;
+ *   pairs    16-256 byte objects, each thread freeing what it allocated 16 ops earlier:
+ *            ops/s (mallocs + frees) on 1, 2, 4, 8 threads;
+ *   prodcons 16-256 byte objects allocated by one thread and freed by the next (a ring of
+ *            threads): ops/s on 1, 2, 4, 8 threads.
+ * Allocators: the table below (data-driven: a row names a worker binary, the API it uses,
+ * the library to preload and its RAMPART_OPTIONS). Missing libraries are reported and
+ * skipped. --debug adds the debug flavour's rows (debug, debug-nobt: rp_alloc linked against
+ * //src:rampart_debug; glibc-asan: glibc's malloc under AddressSanitizer) and the cost of one
+ * stack capture. Results: a table with rampart's cost ratio to every other allocator, --json
+ * FILE, and an SVG chart of the seed rounds (rpbench.svg in the directory rpbench was started
+ * from).
+ *
+ *   rpbench [--reps N] [--quick] [--debug] [--scenarios LIST] [--allocators LIST]
+ *           [--case NAME] [--threads LIST] [--rounds N] [--per-round N] [--json FILE]
+ *           [--svg FILE|none]
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <limits.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "rampart.h"
-#ifdef RAMPART_DEBUG
-#include "rampart_debug.h"
-#endif
+#include "rpbench_svg.h"
+#include "rpbench_worker.h"
 
-#if defined(__SANITIZE_ADDRESS__)
-/* The glibc-asan worker leaves its live set allocated at exit, on purpose. */
-const char *__asan_default_options(void);
-const char *__asan_default_options(void) { return "detect_leaks=0"; }
-#endif
+/* ---- the allocators -------------------------------------------------------------------- */
+
+typedef struct bench_allocator {
+    const char *name;    /* row label */
+    const char *api;     /* "malloc" or "rp" (rpbench_worker.h) */
+    const char *worker;  /* worker binary, runfiles-relative; NULL = rpbench itself */
+    const char *preload; /* library for LD_PRELOAD: absolute or runfiles-relative; NULL = none */
+    const char *options; /* RAMPART_OPTIONS for the worker; NULL = unset */
+    int debug_row;       /* measured only with --debug (or when named in --allocators) */
+    const char *what;    /* one line for the header */
+} bench_allocator;
+
+/* Row 0 is the subject: every ratio is rampart / other row. To add an allocator, add a row:
+ *   - another malloc by LD_PRELOAD: api "malloc", preload = its library (a missing one is
+ *     reported and skipped);
+ *   - a worker binary of its own (linked against //src:rampart_debug, api "rp"; built with
+ *     -fsanitize=address, api "malloc"): a cc_binary whose main calls rpbench_worker_main
+ *     (tools/rpbench_worker.h), listed in rpbench's `data` so that it is built and found
+ *     through the runfiles; worker = its runfiles path ("tools/<name>").
+ * The thread scenarios run for "malloc" rows only. */
+static const bench_allocator allocators[] = {
+    {"rampart", "malloc", NULL, "dist/librampart_malloc.so", NULL, 0,
+     "librampart_malloc.so by LD_PRELOAD (thread caches + arenas)"},
+    {"glibc", "malloc", NULL, NULL, NULL, 0, "the system malloc (glibc ptmalloc2)"},
+    {"jemalloc", "malloc", NULL, "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2", NULL, 0, "libjemalloc2 by LD_PRELOAD"},
+    {"mimalloc", "malloc", NULL, "/usr/lib/x86_64-linux-gnu/libmimalloc.so.2", NULL, 0,
+     "libmimalloc2.0 by LD_PRELOAD"},
+    {"tcmalloc", "malloc", NULL, "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4", NULL, 0,
+     "libtcmalloc-minimal4 by LD_PRELOAD"},
+    {"rp_alloc", "rp", NULL, NULL, NULL, 0, "rampart's own API: rp_alloc/rp_free on one heap, no caches"},
+    {"debug", "rp", "tools/rpbench_debug_worker", NULL, "", 1,
+     "debug flavour, rp_alloc/rp_free, every check on (cookies, poisoning, 4 MiB quarantine, 16-frame stacks)"},
+    {"debug-nobt", "rp", "tools/rpbench_debug_worker", NULL, "backtrace_depth=0", 1,
+     "debug flavour as above without stacks"},
+    {"glibc-asan", "malloc", "tools/rpbench_asan_worker", NULL, NULL, 1,
+     "glibc's malloc API in a worker built with -fsanitize=address (ASan's allocator)"},
+};
+#define NALLOC (int)(sizeof allocators / sizeof allocators[0])
 
 #define MAX_ROUNDS 64
 #define MAX_REPS 64
+#define MAX_CASES 16
+#define MAX_THREADS_LIST 8
 
-typedef struct shape {
-    size_t size, align;
-} shape;
+static const char *scenario_names[] = {"seed", "churn", "memory", "pairs", "prodcons"};
+enum { SC_SEED, SC_CHURN, SC_MEMORY, SC_PAIRS, SC_PRODCONS, SC_COUNT };
 
-typedef struct bench_case {
-    const char *name;
-    shape shapes[8]; /* cycled through, one per allocation */
-    int nshapes;
-} bench_case;
+typedef struct resolved {
+    int active;
+    char worker[PATH_MAX];
+    char preload[PATH_MAX];
+    char why[160]; /* why it is skipped */
+} resolved;
 
-static const bench_case cases[] = {
-    {"4096/4096", {{4096, 4096}}, 1},
-    {"3072/1024", {{3072, 1024}}, 1},
-    {"16384/16384", {{16384, 16384}}, 1},
-    {"65536/65536", {{65536, 65536}}, 1},
-    {"64512/4096", {{64512, 4096}}, 1},
-    {"100/64", {{100, 64}}, 1},
-    {"mixed", {{4096, 4096}, {3072, 1024}, {100, 64}, {16384, 16384}, {64512, 4096}, {200, 16}, {65536, 65536}, {24, 0}}, 8},
-};
-#define NCASES (int)(sizeof cases / sizeof cases[0])
+static resolved res_alloc[NALLOC];
 
-/* How a worker allocates. */
-typedef struct allocator {
-    const char *name;
-    void *(*alloc)(size_t size, size_t align);
-    void (*release)(void *p);
-} allocator;
+/* Results: medians; < 0 = not measured / failed. */
+static double seed_ns[NALLOC][MAX_CASES][MAX_ROUNDS];
+static double churn_ns[NALLOC][MAX_CASES], churn_p999[NALLOC][MAX_CASES];
+static double memory_ratio[NALLOC][MAX_CASES];
+static double threads_ops[2][NALLOC][MAX_THREADS_LIST];     /* wall-clock ops/s */
+static double threads_cpu_ns[2][NALLOC][MAX_THREADS_LIST];  /* process CPU ns per op */
 
-static rp_heap *bench_heap;
-static void *rp_bench_alloc(size_t size, size_t align) { return rp_alloc(bench_heap, size, align); }
-static void rp_bench_free(void *p) { rp_free(p); }
-static void *glibc_alloc(size_t size, size_t align)
+static int reps = 5, rounds = 10, per_round = 2000;
+static long churn_ops = 200000, thread_ops = 2000000;
+static int nthreads_list = 4, threads_list[MAX_THREADS_LIST] = {1, 2, 4, 8};
+static int scenario_on[SC_COUNT] = {1, 1, 1, 1, 1};
+static int alloc_on[NALLOC];
+static const char *only_case;
+
+/* ---- locating workers and libraries ---------------------------------------------------- */
+
+static char exe_path[PATH_MAX];
+
+/* rel (runfiles-relative) as an existing path: next to the runfiles tree of this binary,
+ * under RUNFILES_DIR, in the current directory, or relative to bazel-bin. */
+static int find_data(const char *rel, char *out, size_t len)
 {
-    void *p;
-    return posix_memalign(&p, align < sizeof(void *) ? sizeof(void *) : align, size) == 0 ? p : NULL;
-}
-static void glibc_free(void *p) { free(p); }
-
-static const allocator worker_apis[] = {
-    {"rampart", rp_bench_alloc, rp_bench_free},
-    {"glibc", glibc_alloc, glibc_free},
-};
-#define NAPIS (int)(sizeof worker_apis / sizeof worker_apis[0])
-
-/* A row of the report: which worker binary runs it (NULL = rpbench itself, else a sibling
- * binary), through which API, with which RAMPART_OPTIONS. Row 0 is the reference of the
- * ratios. */
-typedef struct bench_row {
-    const char *name;
-    const char *worker;
-    const char *api;
-    const char *options;
-    long churn_ops; /* operations of one churn measurement */
-    int debug_row;  /* shown only with --debug */
-} bench_row;
-
-static const bench_row allocators[] = {
-    {"rampart", NULL, "rampart", NULL, 1000000, 0},
-    {"glibc", NULL, "glibc", NULL, 1000000, 0},
-    {"debug", "rpbench_debug_worker", "rampart", "", 100000, 1},
-    {"debug-nobt", "rpbench_debug_worker", "rampart", "backtrace_depth=0", 100000, 1},
-    {"glibc-asan", "rpbench_asan_worker", "glibc", NULL, 100000, 1},
-};
-#define NALLOCATORS (int)(sizeof allocators / sizeof allocators[0])
-enum { ROW_RELEASE, ROW_GLIBC, ROW_DEBUG, ROW_DEBUG_NOBT, ROW_GLIBC_ASAN };
-
-static double now_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
+    if (rel[0] == '/') {
+        snprintf(out, len, "%s", rel);
+        return access(out, R_OK) == 0 ? 0 : -1;
+    }
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", exe_path);
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        *slash = 0;
+    const char *rf = getenv("RUNFILES_DIR");
+    char cand[5][PATH_MAX + 64];
+    int n = 0;
+    snprintf(cand[n++], sizeof cand[0], "%s.runfiles/rampart/%s", exe_path, rel);
+    if (rf)
+        snprintf(cand[n++], sizeof cand[0], "%s/rampart/%s", rf, rel);
+    snprintf(cand[n++], sizeof cand[0], "%s", rel);
+    snprintf(cand[n++], sizeof cand[0], "%s/../%s", dir, rel);
+    for (int i = 0; i < n; i++) {
+        if (access(cand[i], R_OK) == 0 && len >= PATH_MAX && realpath(cand[i], out))
+            return 0;
+    }
+    return -1;
 }
 
-static size_t status_kb(const char *key)
+static void resolve_allocators(void)
 {
-    FILE *f = fopen("/proc/self/status", "r");
-    if (!f)
-        return 0;
-    char line[256];
-    size_t v = 0, klen = strlen(key);
-    while (fgets(line, sizeof line, f))
-        if (strncmp(line, key, klen) == 0 && line[klen] == ':')
-            v = (size_t)strtoull(line + klen + 1, NULL, 10);
-    fclose(f);
-    return v;
-}
-
-/* ---------------------------------------------------------------- worker side ------------ */
-
-static unsigned long long rng_state = 0x1234567;
-static unsigned long long rng_next(void)
-{
-    unsigned long long z = (rng_state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-static int worker_seed(const allocator *a, const bench_case *c, int rounds, int per_round)
-{
-    for (int r = 0; r < rounds; r++) {
-        double t0 = now_ns();
-        for (int i = 0; i < per_round; i++) {
-            const shape *s = &c->shapes[(r * per_round + i) % c->nshapes];
-            if (!a->alloc(s->size, s->align)) {
-                fprintf(stderr, "rpbench: %s: allocation failed\n", a->name);
-                return 1;
-            }
+    ssize_t k = readlink("/proc/self/exe", exe_path, sizeof exe_path - 1);
+    exe_path[k > 0 ? k : 0] = 0;
+    for (int a = 0; a < NALLOC; a++) {
+        resolved *r = &res_alloc[a];
+        const bench_allocator *al = &allocators[a];
+        r->active = alloc_on[a];
+        if (!r->active) {
+            snprintf(r->why, sizeof r->why, "not selected");
+            continue;
         }
-        printf("%s%.1f", r ? " " : "", (now_ns() - t0) / per_round);
+        if (al->worker) {
+            if (find_data(al->worker, r->worker, sizeof r->worker) != 0) {
+                r->active = 0;
+                snprintf(r->why, sizeof r->why, "worker %s not found", al->worker);
+                continue;
+            }
+        } else {
+            snprintf(r->worker, sizeof r->worker, "%s", exe_path);
+        }
+        if (al->preload && find_data(al->preload, r->preload, sizeof r->preload) != 0) {
+            r->active = 0;
+            snprintf(r->why, sizeof r->why, "%s not found (install it: tools/setup.sh)", al->preload);
+        }
     }
-    printf("\n");
-    return 0;
 }
 
-static int worker_memory(const allocator *a, const bench_case *c, int rounds, int per_round)
+/* ---- running workers --------------------------------------------------------------------- */
+
+/* Runs a worker of allocator a with args; its numbers line goes into out. 0 on success. */
+static int run_worker(int a, const char *const *args, int nargs, char *out, size_t outlen)
 {
-    size_t base_kb = status_kb("VmRSS");
-    size_t requested = 0;
-    for (int i = 0; i < rounds * per_round; i++) {
-        const shape *s = &c->shapes[i % c->nshapes];
-        unsigned char *p = a->alloc(s->size, s->align);
-        if (!p)
-            return 1;
-        for (size_t off = 0; off < s->size; off += 4096)
-            p[off] = 1;
-        if (s->size)
-            p[s->size - 1] = 1;
-        requested += s->size;
-    }
-    size_t peak_kb = status_kb("VmHWM");
-    printf("%.4f\n", (double)(peak_kb - base_kb) * 1024.0 / (double)requested);
-    return 0;
-}
-
-static int worker_churn(const allocator *a, const bench_case *c, long ops)
-{
-    enum { LIVE = 1000 };
-    static void *live[LIVE];
-    for (int i = 0; i < LIVE; i++) {
-        const shape *s = &c->shapes[rng_next() % (unsigned)c->nshapes];
-        live[i] = a->alloc(s->size, s->align);
-    }
-    double t0 = now_ns();
-    for (long i = 0; i < ops; i++) {
-        unsigned long long r = rng_next();
-        int k = (int)(r % LIVE);
-        const shape *s = &c->shapes[(r >> 32) % (unsigned)c->nshapes];
-        a->release(live[k]);
-        live[k] = a->alloc(s->size, s->align);
-        if (!live[k])
-            return 1;
-    }
-    printf("%.2f\n", (now_ns() - t0) / (double)ops);
-    return 0;
-}
-
-#ifdef RAMPART_DEBUG
-/* The cost of one stack capture (unw_backtrace + trimming + depot lookup) from a stack
- * `levels` frames deeper than the caller, in ns. */
-__attribute__((noinline)) static uint32_t capture_at_depth(int levels)
-{
-    uint32_t id = levels ? capture_at_depth(levels - 1) : rp_stack_capture(0);
-    __asm__ volatile("" ::: "memory");
-    return id;
-}
-
-static int worker_capture(int n)
-{
-    capture_at_depth(20);
-    double t0 = now_ns();
-    for (int i = 0; i < n; i++)
-        capture_at_depth(20);
-    printf("%.1f\n", (now_ns() - t0) / n);
-    return 0;
-}
-#endif
-
-static int worker_main(int argc, char **argv)
-{
-    /* --worker MODE ALLOCATOR CASE ROUNDS PER_ROUND */
-    if (argc < 7)
-        return 2;
-    const char *mode = argv[2];
-#ifdef RAMPART_DEBUG
-    if (strcmp(mode, "capture") == 0)
-        return worker_capture(200000);
-#endif
-    const allocator *a = NULL;
-    const bench_case *c = NULL;
-    for (int i = 0; i < NAPIS; i++)
-        if (strcmp(worker_apis[i].name, argv[3]) == 0)
-            a = &worker_apis[i];
-    for (int i = 0; i < NCASES; i++)
-        if (strcmp(cases[i].name, argv[4]) == 0)
-            c = &cases[i];
-    if (!a || !c)
-        return 2;
-    int rounds = atoi(argv[5]), per_round = atoi(argv[6]);
-    bench_heap = rp_heap_create(NULL);
-    if (strcmp(mode, "seed") == 0)
-        return worker_seed(a, c, rounds, per_round);
-    if (strcmp(mode, "memory") == 0)
-        return worker_memory(a, c, rounds, per_round);
-    if (strcmp(mode, "churn") == 0)
-        return worker_churn(a, c, rounds); /* the driver passes the operation count */
-    return 2;
-}
-
-/* ---------------------------------------------------------------- driver side ------------ */
-
-static char self_dir[4096]; /* directory of this binary: worker binaries are its siblings */
-
-/* Runs one worker for row `row`; its single output line goes into out. 0 on success. */
-static int run_worker(const char *mode, const bench_row *row, const char *cname, int rounds, int per_round,
-                      char *out, size_t outlen)
-{
+    const resolved *r = &res_alloc[a];
     int fds[2];
     if (pipe(fds) != 0)
         return -1;
+    fflush(stdout);
     pid_t pid = fork();
     if (pid < 0)
         return -1;
     if (pid == 0) {
         close(fds[0]);
         dup2(fds[1], STDOUT_FILENO);
-        char r[16], n[16], exe[sizeof self_dir + 64];
-        snprintf(r, sizeof r, "%d", rounds);
-        snprintf(n, sizeof n, "%d", per_round);
-        if (row->worker)
-            snprintf(exe, sizeof exe, "%s/%s", self_dir, row->worker);
+        if (r->preload[0])
+            setenv("LD_PRELOAD", r->preload, 1);
         else
-            snprintf(exe, sizeof exe, "/proc/self/exe");
-        if (row->options)
-            setenv("RAMPART_OPTIONS", row->options, 1);
+            unsetenv("LD_PRELOAD");
+        if (allocators[a].options)
+            setenv("RAMPART_OPTIONS", allocators[a].options, 1);
         else
             unsetenv("RAMPART_OPTIONS");
-        execl(exe, "rpbench", "--worker", mode, row->api, cname, r, n, (char *)NULL);
+        const char *argv[16];
+        int n = 0;
+        argv[n++] = r->worker;
+        argv[n++] = "--worker";
+        argv[n++] = allocators[a].api;
+        for (int i = 0; i < nargs && n < 15; i++)
+            argv[n++] = args[i];
+        argv[n] = NULL;
+        execv(r->worker, (char *const *)argv);
         _exit(127);
     }
     close(fds[1]);
+    char buf[8192];
     size_t got = 0;
     ssize_t k;
-    while (got + 1 < outlen && (k = read(fds[0], out + got, outlen - 1 - got)) > 0)
+    while (got + 1 < sizeof buf && (k = read(fds[0], buf + got, sizeof buf - 1 - got)) > 0)
         got += (size_t)k;
-    out[got] = 0;
+    buf[got] = 0;
     close(fds[0]);
     int status;
     waitpid(pid, &status, 0);
-    return WIFEXITED(status) && WEXITSTATUS(status) == 0 && got > 0 ? 0 : -1;
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        return -1;
+    /* Line 1: "lib PATH" — check the preload took effect. */
+    char *nl = strchr(buf, '\n');
+    if (strncmp(buf, "lib ", 4) != 0 || !nl)
+        return -1;
+    *nl = 0;
+    if (r->preload[0]) {
+        const char *base = strrchr(r->preload, '/');
+        base = base ? base + 1 : r->preload;
+        if (!strstr(buf + 4, base)) {
+            fprintf(stderr, "rpbench: %s: malloc came from %s, not %s (LD_PRELOAD failed?)\n", allocators[a].name,
+                    buf + 4, r->preload);
+            return -1;
+        }
+    }
+    snprintf(out, outlen, "%s", nl + 1);
+    return 0;
 }
 
-static int cmp_double(const void *a, const void *b)
+static int cmp_double(const void *x, const void *y)
 {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
+    double a = *(const double *)x, b = *(const double *)y;
+    return (a > b) - (a < b);
 }
 
+/* Median of the valid (>= 0) samples; -1 if none. */
 static double median(double *v, int n)
 {
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+    double tmp[MAX_REPS];
+    int m = 0;
+    for (int i = 0; i < n; i++)
+        if (v[i] >= 0)
+            tmp[m++] = v[i];
+    if (m == 0)
+        return -1;
+    qsort(tmp, (size_t)m, sizeof *tmp, cmp_double);
+    return m % 2 ? tmp[m / 2] : (tmp[m / 2 - 1] + tmp[m / 2]) / 2;
 }
 
-typedef struct result {
-    double round_ns[MAX_ROUNDS];
-    double churn_ns;
-    double memory_ratio;
-    int ok;
-} result;
+static int case_selected(int c) { return !only_case || strcmp(only_case, rpb_cases[c].name) == 0; }
 
-static result results[NCASES][NALLOCATORS];
-
-/* "x/y: seed N.Nx, churn N.Nx" for case c, when both rows ran (mean of the seed rounds). */
-static void print_ratio(int c, int x, int y, const int *wanted, int rounds)
+/* The allocators of one API ("malloc" for the thread scenarios, NULL = any). */
+static int alloc_usable(int a, const char *api)
 {
-    const result *rx = &results[c][x], *ry = &results[c][y];
-    if (!wanted[x] || !wanted[y] || !rx->ok || !ry->ok)
+    return res_alloc[a].active && (!api || strcmp(allocators[a].api, api) == 0);
+}
+
+/* A progress line on a terminal (overwritten in place); nothing when stderr is a file. */
+static void progress(const char *what)
+{
+    if (!isatty(STDERR_FILENO))
         return;
-    double sx = 0, sy = 0;
-    for (int r = 0; r < rounds; r++)
-        sx += rx->round_ns[r], sy += ry->round_ns[r];
-    printf("%-12s %-10s %s/%s: seed %.1fx, churn %.1fx\n", "", "", allocators[x].name, allocators[y].name, sx / sy,
-           rx->churn_ns / ry->churn_ns);
+    fprintf(stderr, "\rrpbench: %-60s", what);
+    fflush(stderr);
+}
+
+static void measure_case(int c)
+{
+    const char *cname = rpb_cases[c].name;
+    char r_s[16], n_s[16], ops_s[24], out[8192], msg[128];
+    snprintf(r_s, sizeof r_s, "%d", rounds);
+    snprintf(n_s, sizeof n_s, "%d", per_round);
+    snprintf(ops_s, sizeof ops_s, "%ld", churn_ops);
+    static double seed_s[NALLOC][MAX_ROUNDS][MAX_REPS], churn_s[NALLOC][MAX_REPS], p999_s[NALLOC][MAX_REPS];
+    for (int a = 0; a < NALLOC; a++)
+        for (int i = 0; i < MAX_REPS; i++) {
+            churn_s[a][i] = p999_s[a][i] = -1;
+            for (int r = 0; r < MAX_ROUNDS; r++)
+                seed_s[a][r][i] = -1;
+        }
+    /* The seed runs are short and their flatness is the ratio of two single rounds, so they
+     * get more repetitions: 2 * reps + 1. */
+    int seed_reps = 2 * reps + 1 < MAX_REPS ? 2 * reps + 1 : MAX_REPS;
+    for (int rep = 0; rep < seed_reps; rep++) {
+        snprintf(msg, sizeof msg, "%s rep %d/%d", cname, rep + 1, seed_reps);
+        progress(msg);
+        for (int k = 0; k < NALLOC; k++) {
+            int a = (rep + k) % NALLOC; /* rotate who goes first */
+            if (!alloc_usable(a, NULL))
+                continue;
+            if (scenario_on[SC_SEED]) {
+                const char *args[] = {"seed", cname, r_s, n_s};
+                if (run_worker(a, args, 4, out, sizeof out) == 0) {
+                    char *p = out;
+                    for (int r = 0; r < rounds; r++)
+                        seed_s[a][r][rep] = strtod(p, &p);
+                }
+            }
+            if (scenario_on[SC_CHURN] && rep < reps) {
+                const char *args[] = {"churn", cname, ops_s};
+                if (run_worker(a, args, 3, out, sizeof out) == 0) {
+                    char *p = out;
+                    churn_s[a][rep] = strtod(p, &p);
+                    p999_s[a][rep] = strtod(p, &p);
+                }
+            }
+        }
+    }
+    for (int a = 0; a < NALLOC; a++) {
+        for (int r = 0; r < rounds; r++)
+            seed_ns[a][c][r] = median(seed_s[a][r], seed_reps);
+        churn_ns[a][c] = median(churn_s[a], reps);
+        churn_p999[a][c] = median(p999_s[a], reps);
+        memory_ratio[a][c] = -1;
+        if (scenario_on[SC_MEMORY] && alloc_usable(a, NULL)) {
+            /* Peak RSS is deterministic enough for one run. */
+            const char *args[] = {"memory", cname, r_s, n_s};
+            if (run_worker(a, args, 4, out, sizeof out) == 0)
+                memory_ratio[a][c] = strtod(out, NULL);
+        }
+    }
+}
+
+static void measure_threads(int sc)
+{
+    char t_s[16], ops_s[24], out[256], msg[128];
+    snprintf(ops_s, sizeof ops_s, "%ld", thread_ops);
+    for (int t = 0; t < nthreads_list; t++) {
+        double samples[NALLOC][MAX_REPS], cpu[NALLOC][MAX_REPS];
+        snprintf(t_s, sizeof t_s, "%d", threads_list[t]);
+        for (int a = 0; a < NALLOC; a++)
+            for (int i = 0; i < MAX_REPS; i++)
+                samples[a][i] = cpu[a][i] = -1;
+        for (int rep = 0; rep < reps; rep++) {
+            snprintf(msg, sizeof msg, "%s %d threads rep %d/%d", scenario_names[sc], threads_list[t], rep + 1, reps);
+            progress(msg);
+            for (int k = 0; k < NALLOC; k++) {
+                int a = (rep + k) % NALLOC;
+                if (!alloc_usable(a, "malloc"))
+                    continue;
+                const char *args[] = {scenario_names[sc], t_s, ops_s};
+                if (run_worker(a, args, 3, out, sizeof out) == 0) {
+                    char *p = out;
+                    samples[a][rep] = strtod(p, &p);
+                    cpu[a][rep] = strtod(p, &p);
+                }
+            }
+        }
+        for (int a = 0; a < NALLOC; a++) {
+            threads_ops[sc - SC_PAIRS][a][t] = median(samples[a], reps);
+            threads_cpu_ns[sc - SC_PAIRS][a][t] = median(cpu[a], reps);
+        }
+    }
+}
+
+/* ---- reporting ------------------------------------------------------------------------- */
+
+static double seed_mean(int a, int c)
+{
+    double sum = 0;
+    for (int r = 0; r < rounds; r++) {
+        if (seed_ns[a][c][r] < 0)
+            return -1;
+        sum += seed_ns[a][c][r];
+    }
+    return sum / rounds;
+}
+
+static double seed_flat(int a, int c)
+{
+    double first = seed_ns[a][c][0], last = seed_ns[a][c][rounds - 1];
+    return first > 0 && last > 0 ? last / first : -1;
+}
+
+/* Cost ratio rampart / other: both must be valid. */
+static double ratio(double rampart, double other) { return rampart > 0 && other > 0 ? rampart / other : -1; }
+
+static void cell(double v, const char *fmt)
+{
+    char buf[32];
+    if (v < 0)
+        snprintf(buf, sizeof buf, "-");
+    else
+        snprintf(buf, sizeof buf, fmt, v);
+    printf(" %12s", buf);
+}
+
+static void header_row(const char *first, const char *api)
+{
+    printf("%-14s", first);
+    for (int a = 0; a < NALLOC; a++)
+        if (alloc_usable(a, api))
+            printf(" %12s", allocators[a].name);
+    printf("\n");
+}
+
+static void ratio_header(const char *first, const char *api)
+{
+    printf("%-14s", first);
+    for (int a = 1; a < NALLOC; a++)
+        if (alloc_usable(a, api))
+            printf(" %12s", allocators[a].name);
+    printf("\n");
+}
+
+/* Targets of the issue, checked on the medians. */
+static int target_fail;
+static void target(int ok, const char *fmt, const char *what, double v)
+{
+    if (!ok) {
+        if (!target_fail)
+            printf("\nmissed targets:\n");
+        target_fail++;
+        printf("  ");
+        printf(fmt, what, v);
+        printf("\n");
+    }
+}
+
+static int peer_index(const char *name)
+{
+    for (int a = 0; a < NALLOC; a++)
+        if (strcmp(allocators[a].name, name) == 0 && res_alloc[a].active)
+            return a;
+    return -1;
+}
+
+static void print_targets(void)
+{
+    int gl = peer_index("glibc"), je = peer_index("jemalloc"), mi = peer_index("mimalloc");
+    char what[96];
+    for (int c = 0; c < rpb_ncases; c++) {
+        if (!case_selected(c))
+            continue;
+        const char *n = rpb_cases[c].name;
+        int aligned = rpb_cases[c].nshapes == 1;
+        double f = seed_flat(0, c);
+        if (scenario_on[SC_SEED] && f >= 0)
+            target(f <= 1.2, "seed %s: rampart round 10 / round 1 = %.2f (target <= 1.2)", n, f);
+        struct {
+            int on;
+            const char *label;
+            double r;
+        } m[] = {{scenario_on[SC_SEED], "seed", 0}, {scenario_on[SC_CHURN], "churn", 0}};
+        for (int k = 0; k < 2; k++) {
+            if (!m[k].on)
+                continue;
+            double rv = k == 0 ? seed_mean(0, c) : churn_ns[0][c];
+            int peers[3] = {gl, je, mi};
+            const char *pn[3] = {"glibc", "jemalloc", "mimalloc"};
+            for (int p = 0; p < 3; p++) {
+                if (peers[p] < 0)
+                    continue;
+                double pv = k == 0 ? seed_mean(peers[p], c) : churn_ns[peers[p]][c];
+                double x = ratio(rv, pv);
+                if (x < 0)
+                    continue;
+                double limit = p < 2 ? 1.0 : (aligned && k == 0 ? 1.0 : 1.2);
+                snprintf(what, sizeof what, "%s %s vs %s", m[k].label, n, pn[p]);
+                target(x <= limit, "%s: rampart/peer = %.2f", what, x);
+            }
+        }
+    }
+    for (int sc = SC_PAIRS; sc <= SC_PRODCONS; sc++) {
+        if (!scenario_on[sc])
+            continue;
+        int peers[3] = {gl, je, mi};
+        const char *pn[3] = {"glibc", "jemalloc", "mimalloc"};
+        for (int t = 0; t < nthreads_list; t++)
+            for (int p = 0; p < 3; p++) {
+                if (peers[p] < 0)
+                    continue;
+                double x = ratio(threads_ops[sc - SC_PAIRS][peers[p]][t], threads_ops[sc - SC_PAIRS][0][t]);
+                if (x < 0)
+                    continue;
+                snprintf(what, sizeof what, "%s %d threads vs %s", scenario_names[sc], threads_list[t], pn[p]);
+                target(x <= (p < 2 ? 1.0 : 1.2), "%s: rampart/peer cost = %.2f", what, x);
+            }
+    }
+    if (!target_fail)
+        printf("\nall targets met (seed flat <= 1.2; <= glibc and jemalloc; <= 1.2x mimalloc, < 1x on aligned seeds)\n");
+}
+
+static void print_tables(void)
+{
+    if (scenario_on[SC_SEED]) {
+        printf("\nseed: %d rounds x %d allocations, no frees -- ns/op (mean of rounds), [round %d / round 1]; "
+               "%d repetitions\n",
+               rounds, per_round, rounds, 2 * reps + 1 < MAX_REPS ? 2 * reps + 1 : MAX_REPS);
+        header_row("case", NULL);
+        for (int c = 0; c < rpb_ncases; c++) {
+            if (!case_selected(c))
+                continue;
+            printf("%-14s", rpb_cases[c].name);
+            for (int a = 0; a < NALLOC; a++) {
+                if (!alloc_usable(a, NULL))
+                    continue;
+                char buf[32];
+                double m = seed_mean(a, c), f = seed_flat(a, c);
+                if (m < 0)
+                    snprintf(buf, sizeof buf, "-");
+                else
+                    snprintf(buf, sizeof buf, "%.0f [%.2f]", m, f);
+                printf(" %12s", buf);
+            }
+            printf("\n");
+        }
+        printf("rampart / other, seed ns/op (< 1: rampart faster)\n");
+        ratio_header("case", NULL);
+        for (int c = 0; c < rpb_ncases; c++) {
+            if (!case_selected(c))
+                continue;
+            printf("%-14s", rpb_cases[c].name);
+            for (int a = 1; a < NALLOC; a++)
+                if (alloc_usable(a, NULL))
+                    cell(ratio(seed_mean(0, c), seed_mean(a, c)), "%.2f");
+            printf("\n");
+        }
+    }
+    if (scenario_on[SC_CHURN]) {
+        printf("\nchurn: %d live blocks, free one + allocate one per op -- ns/op / p99.9 ns\n", 1000);
+        header_row("case", NULL);
+        for (int c = 0; c < rpb_ncases; c++) {
+            if (!case_selected(c))
+                continue;
+            printf("%-14s", rpb_cases[c].name);
+            for (int a = 0; a < NALLOC; a++) {
+                if (!alloc_usable(a, NULL))
+                    continue;
+                char buf[32];
+                if (churn_ns[a][c] < 0)
+                    snprintf(buf, sizeof buf, "-");
+                else
+                    snprintf(buf, sizeof buf, "%.0f/%.0f", churn_ns[a][c], churn_p999[a][c]);
+                printf(" %12s", buf);
+            }
+            printf("\n");
+        }
+        printf("rampart / other, churn ns/op [p99.9]\n");
+        ratio_header("case", NULL);
+        for (int c = 0; c < rpb_ncases; c++) {
+            if (!case_selected(c))
+                continue;
+            printf("%-14s", rpb_cases[c].name);
+            for (int a = 1; a < NALLOC; a++) {
+                if (!alloc_usable(a, NULL))
+                    continue;
+                char buf[32];
+                double x = ratio(churn_ns[0][c], churn_ns[a][c]), y = ratio(churn_p999[0][c], churn_p999[a][c]);
+                if (x < 0)
+                    snprintf(buf, sizeof buf, "-");
+                else
+                    snprintf(buf, sizeof buf, "%.2f [%.2f]", x, y);
+                printf(" %12s", buf);
+            }
+            printf("\n");
+        }
+    }
+    if (scenario_on[SC_MEMORY]) {
+        printf("\nmemory: peak RSS / bytes requested (seed allocations, every page written; lower is better)\n");
+        header_row("case", NULL);
+        for (int c = 0; c < rpb_ncases; c++) {
+            if (!case_selected(c))
+                continue;
+            printf("%-14s", rpb_cases[c].name);
+            for (int a = 0; a < NALLOC; a++)
+                if (alloc_usable(a, NULL))
+                    cell(memory_ratio[a][c], "%.3f");
+            printf("\n");
+        }
+    }
+    for (int sc = SC_PAIRS; sc <= SC_PRODCONS; sc++) {
+        if (!scenario_on[sc])
+            continue;
+        printf("\n%s: 16-256 byte objects, %s -- million ops/s (mallocs + frees)\n", scenario_names[sc],
+               sc == SC_PAIRS ? "each thread frees what it allocated 16 ops before"
+                              : "allocated by one thread, freed by the next");
+        header_row("threads", "malloc");
+        for (int t = 0; t < nthreads_list; t++) {
+            printf("%-14d", threads_list[t]);
+            for (int a = 0; a < NALLOC; a++) {
+                if (!alloc_usable(a, "malloc"))
+                    continue;
+                double v = threads_ops[sc - SC_PAIRS][a][t];
+                cell(v < 0 ? -1 : v / 1e6, "%.1f");
+            }
+            printf("\n");
+        }
+        printf("rampart / other, cost per op (wall; < 1: rampart faster) [CPU ns per op]\n");
+        ratio_header("threads", "malloc");
+        for (int t = 0; t < nthreads_list; t++) {
+            printf("%-14d", threads_list[t]);
+            for (int a = 1; a < NALLOC; a++) {
+                if (!alloc_usable(a, "malloc"))
+                    continue;
+                char buf[32];
+                double x = ratio(threads_ops[sc - SC_PAIRS][a][t], threads_ops[sc - SC_PAIRS][0][t]);
+                double y = ratio(threads_cpu_ns[sc - SC_PAIRS][0][t], threads_cpu_ns[sc - SC_PAIRS][a][t]);
+                if (x < 0)
+                    snprintf(buf, sizeof buf, "-");
+                else
+                    snprintf(buf, sizeof buf, "%.2f [%.2f]", x, y);
+                printf(" %12s", buf);
+            }
+            printf("\n");
+        }
+    }
+}
+
+/* The debug flavour's rows against their references: "x/y: seed (mean ns/op) and churn" for
+ * every case, then the cost of one stack capture. */
+static double capture_ns = -1;
+
+static void print_debug_block(void)
+{
+    static const char *const pairs[][2] = {
+        {"debug", "rp_alloc"}, {"debug-nobt", "rp_alloc"}, {"debug", "glibc-asan"}, {"glibc-asan", "glibc"}};
+    int any = 0;
+    for (size_t k = 0; k < sizeof pairs / sizeof pairs[0]; k++) {
+        int x = peer_index(pairs[k][0]), y = peer_index(pairs[k][1]);
+        if (x < 0 || y < 0)
+            continue;
+        if (!any)
+            printf("\ndebug flavour: cost ratios per case, seed ns/op ; churn ns/op\n");
+        any = 1;
+        char label[48];
+        snprintf(label, sizeof label, "%s / %s", pairs[k][0], pairs[k][1]);
+        printf("  %-22s", label);
+        for (int c = 0; c < rpb_ncases; c++) {
+            if (!case_selected(c))
+                continue;
+            double a = ratio(seed_mean(x, c), seed_mean(y, c)), b = ratio(churn_ns[x][c], churn_ns[y][c]);
+            char buf[64];
+            if (a < 0 && b < 0)
+                continue;
+            snprintf(buf, sizeof buf, "%.1fx;%.1fx", a < 0 ? 0 : a, b < 0 ? 0 : b);
+            printf(" %s %s", rpb_cases[c].name, buf);
+        }
+        printf("\n");
+    }
+    if (capture_ns >= 0)
+        printf("debug stack capture (rp_stack_capture, 16 of 20+ frames, depot hit): %.1f ns per stack; an allocation "
+               "records one stack and its free another\n",
+               capture_ns);
+}
+
+static void json_num(FILE *f, double v)
+{
+    if (v < 0 || !isfinite(v))
+        fprintf(f, "null");
+    else
+        fprintf(f, "%.4g", v);
+}
+
+static int write_json(const char *path, const char *machine)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return -1;
+    fprintf(f, "{\n  \"machine\": \"%s\",\n  \"reps\": %d, \"rounds\": %d, \"per_round\": %d,\n", machine, reps,
+            rounds, per_round);
+    fprintf(f, "  \"capture_ns\": ");
+    json_num(f, capture_ns);
+    fprintf(f, ",\n");
+    fprintf(f, "  \"allocators\": [");
+    for (int a = 0; a < NALLOC; a++)
+        fprintf(f, "%s{\"name\": \"%s\", \"api\": \"%s\", \"active\": %s}", a ? ", " : "", allocators[a].name,
+                allocators[a].api, res_alloc[a].active ? "true" : "false");
+    fprintf(f, "],\n  \"cases\": [\n");
+    int first = 1;
+    for (int c = 0; c < rpb_ncases; c++) {
+        if (!case_selected(c))
+            continue;
+        fprintf(f, "%s    {\"case\": \"%s\", \"results\": {", first ? "" : ",\n", rpb_cases[c].name);
+        first = 0;
+        int fa = 1;
+        for (int a = 0; a < NALLOC; a++) {
+            if (!res_alloc[a].active)
+                continue;
+            fprintf(f, "%s\n      \"%s\": {\"seed_round_ns\": [", fa ? "" : ",", allocators[a].name);
+            fa = 0;
+            for (int r = 0; r < rounds; r++) {
+                if (r)
+                    fprintf(f, ", ");
+                json_num(f, seed_ns[a][c][r]);
+            }
+            fprintf(f, "], \"seed_mean_ns\": ");
+            json_num(f, seed_mean(a, c));
+            fprintf(f, ", \"seed_last_over_first\": ");
+            json_num(f, seed_flat(a, c));
+            fprintf(f, ", \"churn_ns\": ");
+            json_num(f, churn_ns[a][c]);
+            fprintf(f, ", \"churn_p999_ns\": ");
+            json_num(f, churn_p999[a][c]);
+            fprintf(f, ", \"memory_ratio\": ");
+            json_num(f, memory_ratio[a][c]);
+            fprintf(f, "}");
+        }
+        fprintf(f, "}}");
+    }
+    fprintf(f, "\n  ],\n");
+    for (int sc = SC_PAIRS; sc <= SC_PRODCONS; sc++) {
+        fprintf(f, "  \"%s_ops_per_s\": {", scenario_names[sc]);
+        int fa = 1;
+        for (int a = 0; a < NALLOC; a++) {
+            if (!alloc_usable(a, "malloc"))
+                continue;
+            fprintf(f, "%s\"%s\": {", fa ? "" : ", ", allocators[a].name);
+            fa = 0;
+            for (int t = 0; t < nthreads_list; t++) {
+                fprintf(f, "%s\"%d\": ", t ? ", " : "", threads_list[t]);
+                json_num(f, scenario_on[sc] ? threads_ops[sc - SC_PAIRS][a][t] : -1);
+            }
+            fprintf(f, "}");
+        }
+        fprintf(f, "},\n  \"%s_cpu_ns_per_op\": {", scenario_names[sc]);
+        fa = 1;
+        for (int a = 0; a < NALLOC; a++) {
+            if (!alloc_usable(a, "malloc"))
+                continue;
+            fprintf(f, "%s\"%s\": {", fa ? "" : ", ", allocators[a].name);
+            fa = 0;
+            for (int t = 0; t < nthreads_list; t++) {
+                fprintf(f, "%s\"%d\": ", t ? ", " : "", threads_list[t]);
+                json_num(f, scenario_on[sc] ? threads_cpu_ns[sc - SC_PAIRS][a][t] : -1);
+            }
+            fprintf(f, "}");
+        }
+        fprintf(f, "}%s\n", sc == SC_PRODCONS ? "" : ",");
+    }
+    fprintf(f, "}\n");
+    return fclose(f) == 0 ? 0 : -1;
+}
+
+static int write_chart(const char *path, const char *caption)
+{
+    static rpb_panel panels[MAX_CASES];
+    int np = 0;
+    for (int c = 0; c < rpb_ncases; c++) {
+        if (!case_selected(c))
+            continue;
+        rpb_panel *p = &panels[np++];
+        p->title = rpb_cases[c].name;
+        p->nseries = 0;
+        for (int a = 0; a < NALLOC && p->nseries < 16; a++) {
+            if (!res_alloc[a].active)
+                continue;
+            p->series[p->nseries].name = allocators[a].name;
+            p->series[p->nseries].values = seed_ns[a][c];
+            p->nseries++;
+        }
+    }
+    return rpb_write_svg(path, caption, panels, np, rounds);
+}
+
+/* ---- command line ------------------------------------------------------------------------ */
+
+static int select_list(const char *list, const char *const *names, int n, size_t stride, int *on)
+{
+    for (int i = 0; i < n; i++)
+        on[i] = 0;
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", list);
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        int found = 0;
+        for (int i = 0; i < n; i++) {
+            const char *name = *(const char *const *)((const char *)names + (size_t)i * stride);
+            if (strcmp(name, tok) == 0)
+                on[i] = found = 1;
+        }
+        if (!found) {
+            fprintf(stderr, "rpbench: unknown name '%s'\n", tok);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static void usage(void)
+{
+    fprintf(stderr, "usage: rpbench [--reps N] [--quick] [--debug] [--scenarios LIST] [--allocators LIST]\n"
+                    "               [--case NAME] [--threads LIST] [--rounds N] [--per-round N] [--churn-ops N]\n"
+                    "               [--thread-ops N] [--json FILE] [--svg FILE|none]\n"
+                    "--debug adds the debug flavour rows (debug, debug-nobt, glibc-asan) and the stack capture cost\n"
+                    "scenarios: seed,churn,memory,pairs,prodcons\nallocators:");
+    for (int a = 0; a < NALLOC; a++)
+        fprintf(stderr, " %s", allocators[a].name);
+    fprintf(stderr, "\ncases:");
+    for (int c = 0; c < rpb_ncases; c++)
+        fprintf(stderr, " %s", rpb_cases[c].name);
+    fprintf(stderr, "\n");
+}
+
+static void machine_line(char *buf, size_t len)
+{
+    struct utsname u;
+    uname(&u);
+    char model[128] = "?";
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (f) {
+        char line[256];
+        while (fgets(line, sizeof line, f)) {
+            if (strncmp(line, "model name", 10) == 0) {
+                char *colon = strchr(line, ':');
+                if (colon) {
+                    snprintf(model, sizeof model, "%s", colon + 2);
+                    model[strcspn(model, "\n")] = 0;
+                }
+                break;
+            }
+        }
+        fclose(f);
+    }
+    snprintf(buf, len, "%s %s, %ld CPUs, %s", u.sysname, u.release, sysconf(_SC_NPROCESSORS_ONLN), model);
 }
 
 int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "--worker") == 0)
-        return worker_main(argc, argv);
+        return rpbench_worker_main(argc, argv);
 
-    int reps = 5, rounds = 10, per_round = 2000;
-    const char *only = NULL, *json = NULL, *rows = NULL;
-    int debug_rows = 0;
+    const char *json = NULL, *svg = "";
+    int debug_rows = 0, named = 0;
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
         const char *val = i + 1 < argc ? argv[i + 1] : NULL;
-        if (strcmp(arg, "--reps") == 0 && val)
-            reps = atoi(argv[++i]);
-        else if (strcmp(arg, "--rounds") == 0 && val)
-            rounds = atoi(argv[++i]);
-        else if (strcmp(arg, "--per-round") == 0 && val)
-            per_round = atoi(argv[++i]);
-        else if (strcmp(arg, "--case") == 0 && val)
-            only = argv[++i];
-        else if (strcmp(arg, "--json") == 0 && val)
-            json = argv[++i];
-        else if (strcmp(arg, "--allocators") == 0 && val)
-            rows = argv[++i];
-        else if (strcmp(arg, "--debug") == 0)
+        if (strcmp(arg, "--debug") == 0) {
             debug_rows = 1;
-        else {
-            fprintf(stderr,
-                    "usage: rpbench [--reps N] [--rounds N] [--per-round N] [--case NAME] [--debug]"
-                    " [--allocators LIST] [--json FILE]\n"
-                    "--debug adds the debug flavour rows (debug, debug-nobt, glibc-asan)\n"
-                    "allocators (comma-separated):");
-            for (int a = 0; a < NALLOCATORS; a++)
-                fprintf(stderr, " %s", allocators[a].name);
-            fprintf(stderr, "\ncases:");
-            for (int c = 0; c < NCASES; c++)
-                fprintf(stderr, " %s", cases[c].name);
-            fprintf(stderr, "\n");
+        } else if (strcmp(arg, "--quick") == 0) {
+            reps = 1;
+            churn_ops = 50000;
+            thread_ops = 500000;
+        } else if (!val) {
+            usage();
+            return 2;
+        } else if (strcmp(arg, "--reps") == 0) {
+            reps = atoi(argv[++i]);
+        } else if (strcmp(arg, "--rounds") == 0) {
+            rounds = atoi(argv[++i]);
+        } else if (strcmp(arg, "--per-round") == 0) {
+            per_round = atoi(argv[++i]);
+        } else if (strcmp(arg, "--churn-ops") == 0) {
+            churn_ops = atol(argv[++i]);
+        } else if (strcmp(arg, "--thread-ops") == 0) {
+            thread_ops = atol(argv[++i]);
+        } else if (strcmp(arg, "--case") == 0) {
+            only_case = argv[++i];
+        } else if (strcmp(arg, "--json") == 0) {
+            json = argv[++i];
+        } else if (strcmp(arg, "--svg") == 0) {
+            svg = argv[++i];
+        } else if (strcmp(arg, "--scenarios") == 0) {
+            if (select_list(argv[++i], scenario_names, SC_COUNT, sizeof scenario_names[0], scenario_on) != 0)
+                return 2;
+        } else if (strcmp(arg, "--allocators") == 0) {
+            if (select_list(argv[++i], &allocators[0].name, NALLOC, sizeof allocators[0], alloc_on) != 0)
+                return 2;
+            alloc_on[0] = 1; /* rampart is the subject of every ratio */
+            named = 1;
+        } else if (strcmp(arg, "--threads") == 0) {
+            nthreads_list = 0;
+            char buf[128];
+            snprintf(buf, sizeof buf, "%s", argv[++i]);
+            for (char *s = NULL, *t = strtok_r(buf, ",", &s); t && nthreads_list < MAX_THREADS_LIST;
+                 t = strtok_r(NULL, ",", &s))
+                threads_list[nthreads_list++] = atoi(t);
+        } else {
+            usage();
             return 2;
         }
     }
-    if (reps < 1 || reps > MAX_REPS || rounds < 2 || rounds > MAX_ROUNDS || per_round < 1) {
-        fprintf(stderr, "rpbench: --reps 1..%d, --rounds 2..%d, --per-round >= 1\n", MAX_REPS, MAX_ROUNDS);
+    if (!named)
+        for (int a = 0; a < NALLOC; a++)
+            alloc_on[a] = debug_rows || !allocators[a].debug_row;
+    if (reps < 1 || reps > MAX_REPS || rounds < 2 || rounds > MAX_ROUNDS || per_round < 1 || churn_ops < 1 ||
+        thread_ops < 1 || nthreads_list < 1) {
+        fprintf(stderr, "rpbench: --reps 1..%d, --rounds 2..%d, counts >= 1\n", MAX_REPS, MAX_ROUNDS);
         return 2;
     }
-
-    ssize_t self_len = readlink("/proc/self/exe", self_dir, sizeof self_dir - 1);
-    if (self_len > 0) {
-        self_dir[self_len] = 0;
-        char *slash = strrchr(self_dir, '/');
-        if (slash)
-            *slash = 0;
-    }
-    int wanted[NALLOCATORS];
-    for (int a = 0; a < NALLOCATORS; a++)
-        wanted[a] = rows == NULL && (debug_rows || !allocators[a].debug_row);
-    if (rows) {
-        char list[256];
-        snprintf(list, sizeof list, "%s", rows);
-        for (char *save = NULL, *name = strtok_r(list, ",", &save); name; name = strtok_r(NULL, ",", &save)) {
-            int found = 0;
-            for (int a = 0; a < NALLOCATORS; a++)
-                if (strcmp(allocators[a].name, name) == 0)
-                    wanted[a] = found = 1;
-            if (!found) {
-                fprintf(stderr, "rpbench: no allocator '%s'\n", name);
-                return 2;
-            }
+    if (only_case) {
+        int found = 0;
+        for (int c = 0; c < rpb_ncases; c++)
+            found |= strcmp(only_case, rpb_cases[c].name) == 0;
+        if (!found) {
+            usage();
+            return 2;
         }
     }
-
-    char host[256] = "?";
-    gethostname(host, sizeof host);
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    printf("rpbench: %d reps (medians), %d rounds x %d allocations; %ld CPUs; rampart %s flavour\n\n", reps, rounds,
-           per_round, cpus, rp_flavour());
-
-    for (int c = 0; c < NCASES; c++) {
-        if (only && strcmp(only, cases[c].name) != 0)
-            continue;
-        double seed[NALLOCATORS][MAX_ROUNDS][MAX_REPS];
-        double churn[NALLOCATORS][MAX_REPS], mem[NALLOCATORS][MAX_REPS];
-        for (int rep = 0; rep < reps; rep++) {
-            for (int k = 0; k < NALLOCATORS; k++) {
-                int a = (rep + k) % NALLOCATORS; /* alternate who goes first */
-                if (!wanted[a])
-                    continue;
-                const bench_row *row = &allocators[a];
-                char out[4096];
-                results[c][a].ok = 1;
-                if (run_worker("seed", row, cases[c].name, rounds, per_round, out, sizeof out) != 0) {
-                    results[c][a].ok = 0;
-                    continue;
-                }
-                char *p = out;
-                for (int r = 0; r < rounds; r++)
-                    seed[a][r][rep] = strtod(p, &p);
-                if (run_worker("churn", row, cases[c].name, (int)row->churn_ops, per_round, out, sizeof out) == 0)
-                    churn[a][rep] = strtod(out, NULL);
-                if (run_worker("memory", row, cases[c].name, rounds, per_round, out, sizeof out) == 0)
-                    mem[a][rep] = strtod(out, NULL);
-            }
-        }
-        for (int a = 0; a < NALLOCATORS; a++) {
-            if (!results[c][a].ok)
-                continue;
-            for (int r = 0; r < rounds; r++)
-                results[c][a].round_ns[r] = median(seed[a][r], reps);
-            results[c][a].churn_ns = median(churn[a], reps);
-            results[c][a].memory_ratio = median(mem[a], reps);
-        }
-        printf("%-12s %-10s", cases[c].name, "");
-        for (int r = 0; r < rounds; r++)
-            printf(" %7s%d", "r", r + 1);
-        printf("  r%d/r1  churn ns  memory\n", rounds);
-        for (int a = 0; a < NALLOCATORS; a++) {
-            const result *res = &results[c][a];
-            if (!wanted[a])
-                continue;
-            printf("%-12s %-10s", "", allocators[a].name);
-            if (!res->ok) {
-                printf(" failed\n");
-                continue;
-            }
-            for (int r = 0; r < rounds; r++)
-                printf(" %8.0f", res->round_ns[r]);
-            printf("  %5.2f %9.1f %7.3f\n", res->round_ns[rounds - 1] / res->round_ns[0], res->churn_ns,
-                   res->memory_ratio);
-        }
-        print_ratio(c, ROW_GLIBC, ROW_RELEASE, wanted, rounds);
-        print_ratio(c, ROW_DEBUG, ROW_RELEASE, wanted, rounds);
-        print_ratio(c, ROW_DEBUG_NOBT, ROW_RELEASE, wanted, rounds);
-        print_ratio(c, ROW_DEBUG, ROW_GLIBC_ASAN, wanted, rounds);
-        print_ratio(c, ROW_GLIBC_ASAN, ROW_GLIBC, wanted, rounds);
-        printf("\n");
-        fflush(stdout);
+    resolve_allocators();
+    if (!res_alloc[0].active) {
+        fprintf(stderr, "rpbench: rampart: %s\n", res_alloc[0].why);
+        return 1;
     }
 
-    double capture_ns = -1;
-    if (wanted[ROW_DEBUG]) {
+    char machine[320];
+    machine_line(machine, sizeof machine);
+    time_t now = time(NULL);
+    char when[64];
+    strftime(when, sizeof when, "%Y-%m-%d %H:%M", localtime(&now));
+    printf("rpbench %s -- %s\nmedians of %d interleaved repetitions (the machine may be shared: figures are "
+           "indicative)\n",
+           when, machine, reps);
+    for (int a = 0; a < NALLOC; a++) {
+        if (res_alloc[a].active)
+            printf("  %-10s %s\n", allocators[a].name, allocators[a].what);
+        else if (alloc_on[a])
+            printf("  %-10s SKIPPED: %s\n", allocators[a].name, res_alloc[a].why);
+    }
+    fflush(stdout);
+
+    double t0 = (double)time(NULL);
+    for (int c = 0; c < rpb_ncases && c < MAX_CASES; c++)
+        if (case_selected(c) && (scenario_on[SC_SEED] || scenario_on[SC_CHURN] || scenario_on[SC_MEMORY]))
+            measure_case(c);
+    if (scenario_on[SC_PAIRS])
+        measure_threads(SC_PAIRS);
+    if (scenario_on[SC_PRODCONS])
+        measure_threads(SC_PRODCONS);
+    int dbg = peer_index("debug");
+    if (dbg >= 0) {
         double v[MAX_REPS];
         int got = 0;
-        for (int rep = 0; rep < reps; rep++) {
-            char out[256];
-            if (run_worker("capture", &allocators[ROW_DEBUG], "-", 0, 0, out, sizeof out) == 0)
+        char out[256];
+        const char *args[] = {"capture"};
+        for (int rep = 0; rep < reps; rep++)
+            if (run_worker(dbg, args, 1, out, sizeof out) == 0)
                 v[got++] = strtod(out, NULL);
-        }
-        if (got) {
-            capture_ns = median(v, got);
-            printf("debug stack capture (rp_stack_capture, 16 of 20+ frames, depot hit): %.1f ns per stack;"
-                   " an allocation records one stack and its free another\n",
-                   capture_ns);
-        }
+        capture_ns = median(v, got);
     }
+    if (isatty(STDERR_FILENO))
+        fprintf(stderr, "\r%-70s\r", "");
 
-    if (json) {
-        FILE *f = fopen(json, "w");
-        if (!f) {
-            fprintf(stderr, "rpbench: cannot write %s: %s\n", json, strerror(errno));
-            return 1;
-        }
-        fprintf(f, "{\"reps\": %d, \"rounds\": %d, \"per_round\": %d, \"cpus\": %ld, \"capture_ns\": %.1f, \"cases\": [",
-                reps, rounds, per_round, cpus, capture_ns);
-        int first = 1;
-        for (int c = 0; c < NCASES; c++) {
-            if (only && strcmp(only, cases[c].name) != 0)
-                continue;
-            fprintf(f, "%s{\"case\": \"%s\", \"allocators\": [", first ? "" : ", ", cases[c].name);
-            first = 0;
-            int first_row = 1;
-            for (int a = 0; a < NALLOCATORS; a++) {
-                const result *res = &results[c][a];
-                if (!wanted[a])
-                    continue;
-                fprintf(f, "%s{\"name\": \"%s\", \"ok\": %s", first_row ? "" : ", ", allocators[a].name,
-                        res->ok ? "true" : "false");
-                first_row = 0;
-                if (res->ok) {
-                    fprintf(f, ", \"round_ns\": [");
-                    for (int r = 0; r < rounds; r++)
-                        fprintf(f, "%s%.1f", r ? ", " : "", res->round_ns[r]);
-                    fprintf(f, "], \"ratio_last_first\": %.3f, \"churn_ns\": %.2f, \"memory_ratio\": %.4f",
-                            res->round_ns[rounds - 1] / res->round_ns[0], res->churn_ns, res->memory_ratio);
-                }
-                fprintf(f, "}");
-            }
-            fprintf(f, "]}");
-        }
-        fprintf(f, "]}\n");
-        fclose(f);
+    print_tables();
+    print_debug_block();
+    print_targets();
+    printf("\n(%.0f s)\n", (double)time(NULL) - t0);
+
+    char json_path[PATH_MAX];
+    if (json && json[0] != '/' && getenv("BUILD_WORKING_DIRECTORY")) /* bazel run: the caller's directory */
+        snprintf(json_path, sizeof json_path, "%s/%s", getenv("BUILD_WORKING_DIRECTORY"), json);
+    else if (json)
+        snprintf(json_path, sizeof json_path, "%s", json);
+    json = json ? json_path : NULL;
+    if (json && write_json(json, machine) != 0)
+        fprintf(stderr, "rpbench: cannot write %s: %s\n", json, strerror(errno));
+    if (scenario_on[SC_SEED] && strcmp(svg, "none") != 0) {
+        char path[PATH_MAX];
+        const char *wd = getenv("BUILD_WORKING_DIRECTORY");
+        if (svg[0] == '/' || (svg[0] && !wd))
+            snprintf(path, sizeof path, "%s", svg);
+        else if (svg[0])
+            snprintf(path, sizeof path, "%s/%s", wd, svg);
+        else
+            snprintf(path, sizeof path, "%s%srpbench.svg", wd ? wd : "", wd ? "/" : "");
+        char caption[512];
+        snprintf(caption, sizeof caption, "rpbench seed scenario: ns per allocation per round (%d x %d, median of %d) -- %s",
+                 rounds, per_round, 2 * reps + 1 < MAX_REPS ? 2 * reps + 1 : MAX_REPS, machine);
+        if (write_chart(path, caption) == 0)
+            printf("chart: %s\n", path);
+        else
+            fprintf(stderr, "rpbench: cannot write %s: %s\n", path, strerror(errno));
     }
     return 0;
 }

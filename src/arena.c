@@ -1,0 +1,148 @@
+#define _GNU_SOURCE
+#include "arena.h"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "malloc_fork.h"
+#include "malloc_stats.h"
+#include "options.h"
+#include "rampart_malloc.h"
+#include "secret.h"
+#include "thread_cache.h"
+
+static rp_heap *arenas[RP_MAX_ARENAS]; /* A1: atomic, set once */
+static unsigned narenas = 1;
+static unsigned next_arena;            /* atomic round-robin counter */
+static pthread_mutex_t arenas_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* One block-check secret for every arena (A3), so free() can validate a block header
+ * without first loading the block's heap. */
+static uint64_t arena_secret;
+
+static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
+static int ready;                      /* atomic: set-up complete */
+static __thread int in_init __attribute__((tls_model("initial-exec")));
+
+/* CPUs this process may run on; sched_getaffinity needs no allocation. */
+static unsigned usable_cpus(void)
+{
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof set, &set) != 0)
+        return 1;
+    int n = CPU_COUNT(&set);
+    return n > 0 ? (unsigned)n : 1;
+}
+
+/* Creates arena i with arenas_lock held. */
+static rp_heap *arena_create_locked(unsigned i)
+{
+    rp_heap *h = __atomic_load_n(&arenas[i], __ATOMIC_ACQUIRE);
+    if (h)
+        return h;
+    char name[24];
+    snprintf(name, sizeof name, "malloc-%u", i);
+    rp_heap_config cfg = {0};
+    cfg.name = name;
+    cfg.retain_bytes = rp_options_get()->retain_bytes;
+    h = rp_heap_create(&cfg);
+    if (!h)
+        return NULL;
+    /* Before publication (A1) and before the heap has written any header or region. */
+    h->secret = arena_secret;
+    h->flags |= RP_HEAP_MALLOC_ARENA;
+    __atomic_store_n(&arenas[i], h, __ATOMIC_RELEASE);
+    return h;
+}
+
+/* The at-exit report writes to a copy of stderr taken at set-up: programs often close
+ * stderr in their own exit handlers (which run before this one). */
+static int stats_fd = -1;
+
+static void stats_at_exit(void) { rp_malloc_stats_print_fd(stats_fd); }
+
+int rp_malloc_ready(void) { return __atomic_load_n(&ready, __ATOMIC_ACQUIRE); }
+
+int rp_malloc_init(void)
+{
+    if (rp_malloc_ready())
+        return 1;
+    if (in_init)
+        return 0;
+    in_init = 1;
+    pthread_mutex_lock(&init_lock);
+    if (!__atomic_load_n(&ready, __ATOMIC_RELAXED)) {
+        const rp_options *o = rp_options_get();
+        unsigned n = o->arenas ? o->arenas : 4 * usable_cpus();
+        narenas = n > RP_MAX_ARENAS ? RP_MAX_ARENAS : n;
+        arena_secret = rp_secret_new((uint64_t)(uintptr_t)&arena_secret);
+        pthread_mutex_lock(&arenas_lock);
+        rp_heap *first = arena_create_locked(0);
+        pthread_mutex_unlock(&arenas_lock);
+        /* Without arena 0 nothing is set up; a later call tries again. The steps below may
+         * allocate (pthread_atfork, atexit): in_init sends those allocations to arena 0. */
+        if (first && rp_tc_setup() == 0) {
+            rp_malloc_fork_install();
+            if (o->stats) {
+                stats_fd = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
+                if (stats_fd >= 0)
+                    atexit(stats_at_exit);
+            }
+            __atomic_store_n(&ready, 1, __ATOMIC_RELEASE);
+        }
+    }
+    pthread_mutex_unlock(&init_lock);
+    in_init = 0;
+    return rp_malloc_ready();
+}
+
+rp_heap *rp_arena_fallback(void)
+{
+    rp_heap *h = __atomic_load_n(&arenas[0], __ATOMIC_ACQUIRE);
+    return h ? h : rp_default_heap();
+}
+
+rp_heap *rp_arena_for_thread(void)
+{
+    unsigned i = __atomic_fetch_add(&next_arena, 1, __ATOMIC_RELAXED) % narenas;
+    rp_heap *h = __atomic_load_n(&arenas[i], __ATOMIC_ACQUIRE);
+    if (h)
+        return h;
+    pthread_mutex_lock(&arenas_lock);
+    h = arena_create_locked(i);
+    pthread_mutex_unlock(&arenas_lock);
+    return h ? h : rp_arena_fallback();
+}
+
+rp_heap *rp_arena_get(unsigned i)
+{
+    return i < RP_MAX_ARENAS ? __atomic_load_n(&arenas[i], __ATOMIC_ACQUIRE) : NULL;
+}
+
+unsigned rp_arena_count(void) { return narenas; }
+
+uint64_t rp_arena_secret(void) { return arena_secret; }
+
+void rp_arena_fork_prepare(void)
+{
+    pthread_mutex_lock(&init_lock);
+    pthread_mutex_lock(&arenas_lock);
+}
+
+void rp_arena_fork_parent(void)
+{
+    pthread_mutex_unlock(&arenas_lock);
+    pthread_mutex_unlock(&init_lock);
+}
+
+void rp_arena_fork_child(void)
+{
+    pthread_mutex_init(&arenas_lock, NULL);
+    pthread_mutex_init(&init_lock, NULL);
+}

@@ -1,0 +1,55 @@
+/* The malloc drop-in's heaps ("arenas") and its one-time set-up.
+ *
+ * malloc never uses the default heap (rp_alloc(NULL, ...)): it creates its own heaps, named
+ * "malloc-0", "malloc-1", ..., flagged RP_HEAP_MALLOC_ARENA so that free() knows their blocks
+ * may go into a thread cache, and never destroyed (a cached block's heap must outlive it).
+ * Each new thread cache is given the next arena round-robin; arenas are created on first
+ * use, up to the `arenas` option (default 4 per CPU, at most RP_MAX_ARENAS).
+ *
+ * Invariants:
+ *   A1  arenas[i] is NULL or a heap with RP_HEAP_MALLOC_ARENA, published (release) after the
+ *       flag was set; arenas[i] is never changed once set; i < narenas;
+ *   A2  arena 0 exists once rp_malloc_init() has returned 1;
+ *   A3  every arena's secret (the key of its block check words) is rp_arena_secret(). */
+#ifndef RP_ARENA_H
+#define RP_ARENA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "heap.h"
+
+#define RP_MAX_ARENAS 64
+
+/* Set-up, done once: reads the options, creates arena 0, sets up the thread caches
+ * (rp_tc_setup), installs the fork handlers and (option stats) the at-exit report. Returns 1 when the drop-in is ready.
+ * Returns 0 without waiting when the calling thread is already inside it (an allocation made
+ * by pthread_atfork or atexit during set-up), so such allocations take the direct path. */
+int rp_malloc_init(void);
+
+/* 1 once rp_malloc_init has completed (acquire). */
+int rp_malloc_ready(void);
+
+/* The heap for allocations made without a thread cache (during set-up, after a thread's
+ * cache was torn down): arena 0, or the default heap before arena 0 exists. */
+rp_heap *rp_arena_fallback(void);
+
+/* The arena a new thread cache allocates from (round-robin). NULL when no arena can be
+ * created (out of memory). */
+rp_heap *rp_arena_for_thread(void);
+
+/* Arena i (0 <= i < RP_MAX_ARENAS), or NULL if not created. */
+rp_heap *rp_arena_get(unsigned i);
+
+/* The block-check secret all arenas share (A3); valid once an arena exists. */
+uint64_t rp_arena_secret(void);
+
+/* Number of arenas threads are spread over (the `arenas` option or its default). */
+unsigned rp_arena_count(void);
+
+/* The arena module's locks (set-up, arena creation) across fork (see malloc_fork.c). */
+void rp_arena_fork_prepare(void);
+void rp_arena_fork_parent(void);
+void rp_arena_fork_child(void);
+
+#endif

@@ -1,0 +1,487 @@
+/* The C allocation functions (malloc, free, ... and glibc's extras and aliases) on top of
+ * rampart: thread caches first (thread_cache.h), the arenas' heaps behind them (arena.h).
+ *
+ * Every entry point lives in this one file, so that linking librampart_malloc.a pulls all
+ * of them in together: a program can never end up with rampart's malloc and glibc's free.
+ *
+ * Semantics follow glibc: 16-byte alignment; malloc(0) returns a unique pointer;
+ * realloc(p, 0) frees p and returns NULL; posix_memalign returns EINVAL/ENOMEM and never
+ * touches errno; memalign rounds a non-power-of-two alignment up; aligned_alloc rejects one
+ * with EINVAL (glibc 2.38 and C17); sizes that overflow fail with ENOMEM; free() keeps errno.
+ * Pointers rampart never returned (memory from before rampart was loaded, another allocator's
+ * blocks): free() ignores them (counted in the stats), malloc_usable_size() returns 0 and
+ * realloc() reports them; pointers inside rampart's memory that are not live blocks
+ * (double, interior or corrupted frees) are reported like rp_free does. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <malloc.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "arena.h"
+#include "header_snapshot.h"
+#include "heap.h"
+#include "pagemap.h"
+#include "rampart_malloc.h"
+#include "report.h"
+#include "size_class.h"
+#include "span.h"
+#include "thread_cache.h"
+#include "tier.h"
+
+#define RP_NOINLINE __attribute__((noinline))
+
+/* Largest request a thread cache serves. */
+#define TC_MAX_REQUEST (RP_TC_MAX_BLOCK - RP_USER_OFFSET - RP_HOOK_SUFFIX)
+
+uint64_t rp_malloc_foreign_frees; /* atomic; read by malloc_stats.c */
+
+/* ---- allocation ------------------------------------------------------------------------ */
+
+/* Any request: align is a power of two >= 16. The cache serves it when it fits a class
+ * (a class whose size is a multiple of align: refill batches then keep every block aligned,
+ * size_class.h C4) or a page bin; the block handed out must be aligned. */
+static RP_NOINLINE void *alloc_general(size_t size, size_t align)
+{
+    rp_tcache *tc = rp_tc_self;
+    if (!tc)
+        tc = rp_tc_get_slow();
+    rp_heap *h = tc ? tc->arena : rp_arena_fallback();
+    if (tc && size <= RP_MAX_REQUEST) {
+        if (rp_wants_pages(h, size, align)) {
+            size_t npages = (size + RP_PAGE_SIZE - 1) >> RP_PAGE_SHIFT;
+            if (RP_HOOK_PREFIX == 0 && npages <= RP_TC_PAGE_BINS) {
+                void *p = rp_tc_page_pop(tc, npages ? npages : 1, align);
+                if (p)
+                    return p;
+            }
+        } else if (size <= TC_MAX_REQUEST && align <= RP_TC_MAX_BLOCK) {
+            size_t need = rp_align_up(rp_span_block_need(size), align);
+            if (need <= RP_TC_MAX_BLOCK) {
+                unsigned c = rp_tc_class_of_need(need);
+                void *p = tc->bins[c].head;
+                if (p && ((uintptr_t)p & (align - 1)) == 0)
+                    return rp_tc_pop(tc, c);
+                return rp_tc_refill(tc, c, size, align);
+            }
+        }
+    }
+    return rp_alloc(h, size, align);
+}
+
+/* Requests of at most 1008 bytes (blocks of at most 1 KiB, the exact-step classes): the
+ * class is ceil(size / 16) - 1, and 0 for size 0. */
+#define SMALL_REQUEST (RP_TC_SMALL_MAX - RP_USER_OFFSET - RP_HOOK_SUFFIX)
+
+static RP_NOINLINE void *malloc_cached(rp_tcache *tc, size_t size)
+{
+    unsigned c = rp_tc_class_of_need(rp_span_block_need(size));
+    if (tc->bins[c].head != NULL)
+        return rp_tc_pop(tc, c);
+    return rp_tc_refill(tc, c, size, RP_MIN_ALIGN);
+}
+
+static inline void *malloc_impl(size_t size)
+{
+    rp_tcache *tc = rp_tc_self;
+    if (RP_LIKELY(tc != NULL && size <= SMALL_REQUEST && RP_HOOK_PREFIX == 0)) {
+        unsigned i = (unsigned)((size + 15) >> 4);
+        unsigned c = i - (i != 0);
+        if (RP_LIKELY(tc->bins[c].head != NULL))
+            return rp_tc_pop(tc, c);
+        return rp_tc_refill(tc, c, size, RP_MIN_ALIGN);
+    }
+    if (tc != NULL && size <= TC_MAX_REQUEST)
+        return malloc_cached(tc, size);
+    return alloc_general(size, RP_MIN_ALIGN);
+}
+
+/* align: a power of two. */
+static inline void *aligned_impl(size_t align, size_t size)
+{
+    if (align <= RP_MIN_ALIGN)
+        return malloc_impl(size);
+    /* Page-aligned requests that fill at least half of at most RP_TC_PAGE_BINS pages: the
+     * page tier serves them (tier.h), so they come straight from a page bin when it has one. */
+    rp_tcache *tc = rp_tc_self;
+    size_t npages = (size + RP_PAGE_SIZE - 1) >> RP_PAGE_SHIFT;
+    if (RP_LIKELY(tc != NULL) && align >= RP_PAGE_SIZE && npages <= RP_TC_PAGE_BINS && 2 * size > npages << RP_PAGE_SHIFT &&
+        RP_HOOK_PREFIX == 0) {
+        void *p = rp_tc_page_pop(tc, npages, align);
+        if (p)
+            return p;
+    }
+    return alloc_general(size, align);
+}
+
+/* ---- pointer classification ------------------------------------------------------------ */
+
+/* The size of the live span block of a malloc arena whose user pointer is p (r = p's
+ * region), validated like rp_free validates (alignment, header check word, not free), or 0
+ * for anything else. */
+static inline size_t arena_span_block(rp_region *r, const void *p)
+{
+    rp_heap *h = r->heap;
+    if (!(h->flags & RP_HEAP_MALLOC_ARENA) || ((uintptr_t)p & (RP_GRANULE - 1)))
+        return 0;
+    rp_page *d = rp_page_of(r, p);
+    if (d->state != RP_PAGE_SPAN && d->state != RP_PAGE_SPAN_TAIL)
+        return 0;
+    return rp_header_live_size(h->secret, rp_block_of_user(p));
+}
+
+/* The head descriptor of the live page-tier block of a malloc arena whose user pointer (its
+ * first page) is p, or NULL. */
+static inline rp_page *arena_page_block(rp_region *r, const void *p)
+{
+    if (!(r->heap->flags & RP_HEAP_MALLOC_ARENA) || ((uintptr_t)p & (RP_PAGE_SIZE - 1)) || RP_HOOK_PREFIX != 0)
+        return NULL;
+    rp_page *d = rp_page_of(r, p);
+    return d->state == RP_PAGE_LARGE && d->u.large.lead_pages == 0 ? d : NULL;
+}
+
+/* 1 if p, a live arena block, sits in some thread's cache (T4 in thread_cache.h). */
+static int cached_anywhere(rp_region *r, const void *p)
+{
+    size_t size = arena_span_block(r, p);
+    if (size) {
+        uint64_t key = rp_tc_key();
+        return key && ((const uint64_t *)p)[1] == rp_tc_tag(key, p, size);
+    }
+    rp_page *d = arena_page_block(r, p);
+    return d && rp_tc_page_cached(d);
+}
+
+static RP_NOINLINE void report_cached(const void *p, const char *what)
+{
+    rp_region *r = rp_pagemap_lookup(p);
+    rp_fault f;
+    f.kind = 0;
+    rp_fault_set(&f, RP_ERR_DOUBLE_FREE, r->heap, p, p, 0,
+                 "%s(%p): the block in heap '%s' is already free (held in a thread cache)", what, p, r->heap->name);
+    rp_report_fault(&f);
+}
+
+/* ---- free ------------------------------------------------------------------------------ */
+
+/* rp_free, keeping errno (trimming the heap may set it). */
+static RP_NOINLINE void free_direct(void *p)
+{
+    int saved = errno;
+    rp_free(p);
+    errno = saved;
+}
+
+/* Caches the live arena span block p of size bytes (or reports it if it is cached already);
+ * one too big to cache goes back to its heap. */
+static inline void free_span_block(rp_tcache *tc, void *p, size_t size)
+{
+    unsigned c;
+    if (RP_LIKELY(size <= RP_TC_SMALL_MAX)) {
+        c = (unsigned)(size >> 4) - 2;
+    } else {
+        c = rp_tc_class_of_block(size);
+        if (RP_UNLIKELY(c >= RP_TC_CLASSES)) {
+            free_direct(p);
+            return;
+        }
+    }
+    uint64_t tag = rp_tc_tag(tc->key, p, size);
+    if (RP_UNLIKELY(((const uint64_t *)p)[1] == tag)) {
+        report_cached(p, "free");
+        return;
+    }
+    rp_tc_push_tagged(tc, p, size, c, tag);
+}
+
+/* A page-aligned pointer into a malloc arena (r = its region): a page-tier block of at most
+ * RP_TC_PAGE_BINS pages goes into the page bin (or is reported if it is cached already).
+ * Returns 0 when it is not such a block, or the bin has no room: the caller frees it. */
+static inline int free_page_block(rp_tcache *tc, rp_region *r, void *p)
+{
+    rp_page *d = rp_page_of(r, p);
+    if (d->state != RP_PAGE_LARGE || d->u.large.lead_pages != 0 || RP_HOOK_PREFIX != 0)
+        return 0;
+    if (RP_UNLIKELY(rp_tc_page_cached(d))) {
+        report_cached(p, "free");
+        return 1;
+    }
+    return tc && d->npages <= RP_TC_PAGE_BINS && rp_tc_page_push(tc, p, d);
+}
+
+/* Everything but the common small free: page-tier blocks (page bins), page-aligned span
+ * blocks, blocks of other heaps, frees without a cache, bad pointers. Kept out of free()'s
+ * body so that the small path stays a leaf function without register saves. */
+static RP_NOINLINE void free_slow(void *p)
+{
+    rp_region *r = rp_pagemap_lookup(p);
+    if (RP_UNLIKELY(r == NULL)) {
+        /* Not rampart's memory (the loader's early allocations, another allocator): leave it. */
+        __atomic_fetch_add(&rp_malloc_foreign_frees, 1, __ATOMIC_RELAXED);
+        return;
+    }
+    rp_tcache *tc = rp_tc_self;
+    if (r->heap->flags & RP_HEAP_MALLOC_ARENA) {
+        rp_page *d = rp_page_of(r, p);
+        if (((uintptr_t)p & (RP_PAGE_SIZE - 1)) == 0 && free_page_block(tc, r, p))
+            return;
+        if ((d->state == RP_PAGE_SPAN || d->state == RP_PAGE_SPAN_TAIL) && ((uintptr_t)p & (RP_GRANULE - 1)) == 0) {
+            size_t size = rp_header_live_size(r->heap->secret, rp_block_of_user(p));
+            if (size && tc) {
+                free_span_block(tc, p, size);
+                return;
+            }
+            if (size && rp_tc_key() && ((const uint64_t *)p)[1] == rp_tc_tag(rp_tc_key(), p, size)) {
+                report_cached(p, "free");
+                return;
+            }
+        }
+    }
+    /* Not cached: other heaps, big blocks, no cache, bad pointers (the core reports them). */
+    free_direct(p);
+}
+
+static inline __attribute__((always_inline)) void free_impl(void *p)
+{
+    rp_tcache *tc = rp_tc_self;
+    /* Fast path, for a 16-byte aligned pointer that is not page aligned: it cannot be a
+     * page-tier block, and the 16 bytes in front of it lie in its own page, so they can be
+     * read whatever p is. If they are a header whose check word is valid under the secret all
+     * arenas share (A3; the check covers the header's address), p is a live block of an arena
+     * (what arena_span_block establishes, without the address map, the heap or the page
+     * descriptor). Everything else, NULL included, takes free_slow. */
+    uint32_t size;
+    if (RP_LIKELY(tc != NULL && ((uintptr_t)p & (RP_GRANULE - 1)) == 0 && ((uintptr_t)p & (RP_PAGE_SIZE - 1)) != 0 &&
+                  rp_header_live(tc->secret, rp_block_of_user(p), &size))) {
+        free_span_block(tc, p, size);
+        return;
+    }
+    if (p)
+        free_slow(p);
+}
+
+/* ---- realloc ---------------------------------------------------------------------------- */
+
+static RP_NOINLINE void *realloc_foreign(void *p)
+{
+    rp_fault f;
+    f.kind = 0;
+    rp_fault_set(&f, RP_ERR_INVALID_FREE, NULL, p, NULL, 0,
+                 "realloc(%p): not allocated by rampart (its size is unknown, it cannot be moved)", p);
+    rp_report_fault(&f);
+    errno = EINVAL;
+    return NULL;
+}
+
+static void *realloc_impl(void *p, size_t size)
+{
+    if (!p)
+        return malloc_impl(size);
+    if (size == 0) {
+        free_impl(p);
+        return NULL;
+    }
+    rp_region *r = rp_pagemap_lookup(p);
+    if (!r)
+        return realloc_foreign(p);
+    if (cached_anywhere(r, p)) {
+        report_cached(p, "realloc");
+        errno = EINVAL;
+        return NULL;
+    }
+    size_t span_size = arena_span_block(r, p);
+    if (span_size && RP_HOOK_PREFIX == 0) {
+        size_t usable = span_size - RP_USER_OFFSET;
+        /* Fits, and does not waste more than half the block: keep it. */
+        if (size <= usable && size >= (usable >> 1))
+            return p;
+        /* Small blocks move through the thread caches (no lock); the core keeps the
+         * in-place growth and shrinking of larger ones. */
+        if (size <= TC_MAX_REQUEST && usable <= TC_MAX_REQUEST) {
+            void *q = malloc_impl(size);
+            if (q) {
+                memcpy(q, p, usable < size ? usable : size);
+                free_impl(p);
+            }
+            return q;
+        }
+    }
+    return rp_realloc(NULL, p, size);
+}
+
+/* ---- the C and POSIX functions ----------------------------------------------------------- */
+
+void *malloc(size_t size) { return malloc_impl(size); }
+
+void free(void *p) { free_impl(p); }
+
+void *calloc(size_t n, size_t size)
+{
+    size_t total;
+    if (__builtin_mul_overflow(n, size, &total)) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    void *p = malloc_impl(total);
+    if (p)
+        memset(p, 0, total);
+    return p;
+}
+
+void *realloc(void *p, size_t size) { return realloc_impl(p, size); }
+
+void *reallocarray(void *p, size_t n, size_t size)
+{
+    size_t total;
+    if (__builtin_mul_overflow(n, size, &total)) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    return realloc_impl(p, total);
+}
+
+int posix_memalign(void **out, size_t align, size_t size)
+{
+    /* A power of two and a multiple of sizeof(void *); errno is left alone either way. */
+    if (align < sizeof(void *) || (align & (align - 1)) != 0)
+        return EINVAL;
+    int *err = &errno;
+    int saved = *err;
+    void *p = aligned_impl(align, size);
+    *err = saved;
+    if (!p)
+        return ENOMEM;
+    *out = p;
+    return 0;
+}
+
+void *aligned_alloc(size_t align, size_t size)
+{
+    if (align == 0 || (align & (align - 1)) != 0) {
+        errno = EINVAL;
+        return NULL;
+    }
+    return aligned_impl(align, size);
+}
+
+void *memalign(size_t align, size_t size)
+{
+    if (align > SIZE_MAX / 2 + 1) {
+        errno = EINVAL;
+        return NULL;
+    }
+    if (align & (align - 1))
+        align = (size_t)1 << (rp_fls(align) + 1);
+    return aligned_impl(align, size);
+}
+
+void *valloc(size_t size) { return aligned_impl(RP_PAGE_SIZE, size); }
+
+void *pvalloc(size_t size)
+{
+    if (size > SIZE_MAX - RP_PAGE_SIZE) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    return aligned_impl(RP_PAGE_SIZE, rp_align_up(size ? size : 1, RP_PAGE_SIZE));
+}
+
+size_t malloc_usable_size(void *p)
+{
+    if (!p)
+        return 0;
+    rp_region *r = rp_pagemap_lookup(p);
+    if (!r)
+        return 0;
+    size_t span_size = arena_span_block(r, p);
+    if (span_size && RP_HOOK_PREFIX == 0)
+        return span_size - RP_USER_OFFSET;
+    return rp_usable_size(p);
+}
+
+/* Old names and glibc's internal aliases some programs call directly (functions, not
+ * aliases: gcc and clang disagree on how an alias inherits the libc declarations). */
+void cfree(void *p);
+void cfree(void *p) { free_impl(p); }
+void free_sized(void *p, size_t size);
+void free_sized(void *p, size_t size)
+{
+    (void)size;
+    free_impl(p);
+}
+void free_aligned_sized(void *p, size_t align, size_t size);
+void free_aligned_sized(void *p, size_t align, size_t size)
+{
+    (void)align, (void)size;
+    free_impl(p);
+}
+void *__libc_malloc(size_t size);
+void *__libc_malloc(size_t size) { return malloc_impl(size); }
+void __libc_free(void *p);
+void __libc_free(void *p) { free_impl(p); }
+void *__libc_calloc(size_t n, size_t size);
+void *__libc_calloc(size_t n, size_t size) { return calloc(n, size); }
+void *__libc_realloc(void *p, size_t size);
+void *__libc_realloc(void *p, size_t size) { return realloc_impl(p, size); }
+void *__libc_memalign(size_t align, size_t size);
+void *__libc_memalign(size_t align, size_t size) { return memalign(align, size); }
+void *__libc_valloc(size_t size);
+void *__libc_valloc(size_t size) { return valloc(size); }
+void *__libc_pvalloc(size_t size);
+void *__libc_pvalloc(size_t size) { return pvalloc(size); }
+
+/* ---- glibc's malloc.h extras ------------------------------------------------------------- */
+
+int malloc_trim(size_t pad)
+{
+    rp_malloc_thread_flush();
+    size_t released = 0;
+    for (unsigned i = 0; i < RP_MAX_ARENAS; i++) {
+        rp_heap *h = rp_arena_get(i);
+        if (h)
+            released += rp_heap_trim(h, pad);
+    }
+    return released > 0;
+}
+
+void malloc_stats(void) { rp_malloc_stats_print(NULL, NULL); }
+
+int mallopt(int param, int value)
+{
+    (void)param, (void)value;
+    return 1; /* accepted; rampart is tuned through RAMPART_OPTIONS */
+}
+
+struct mallinfo2 mallinfo2(void)
+{
+    struct mallinfo2 mi;
+    memset(&mi, 0, sizeof mi);
+    for (unsigned i = 0; i < RP_MAX_ARENAS; i++) {
+        rp_heap_stats_t st;
+        rp_heap *h = rp_arena_get(i);
+        if (!h || rp_heap_stats(h, &st) != 0)
+            continue;
+        mi.arena += st.os_bytes;
+        mi.ordblks += st.blocks_free;
+        mi.hblks += st.large_blocks;
+        mi.uordblks += st.bytes_in_use;
+        mi.fordblks += st.bytes_free;
+        mi.keepcost += st.page_free_bytes;
+    }
+    return mi;
+}
+
+struct mallinfo mallinfo(void)
+{
+    struct mallinfo2 m = mallinfo2();
+    struct mallinfo mi;
+    memset(&mi, 0, sizeof mi);
+    mi.arena = (int)m.arena;
+    mi.ordblks = (int)m.ordblks;
+    mi.hblks = (int)m.hblks;
+    mi.uordblks = (int)m.uordblks;
+    mi.fordblks = (int)m.fordblks;
+    mi.keepcost = (int)m.keepcost;
+    return mi;
+}

@@ -1,0 +1,30 @@
+#include "malloc_fork.h"
+
+#include <pthread.h>
+
+#include "arena.h"
+#include "heap.h"
+#include "thread_cache.h"
+
+static void fork_prepare(void)
+{
+    rp_arena_fork_prepare();
+    rp_tc_fork_prepare();
+    rp_heaps_fork_prepare();
+}
+
+static void fork_parent(void)
+{
+    rp_heaps_fork_parent();
+    rp_tc_fork_parent();
+    rp_arena_fork_parent();
+}
+
+static void fork_child(void)
+{
+    rp_heaps_fork_child();
+    rp_tc_fork_child();
+    rp_arena_fork_child();
+}
+
+void rp_malloc_fork_install(void) { pthread_atfork(fork_prepare, fork_parent, fork_child); }

@@ -1,0 +1,521 @@
+#define _GNU_SOURCE
+#include "thread_cache.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "arena.h"
+#include "batch.h"
+#include "header_snapshot.h"
+#include "options.h"
+#include "os.h"
+#include "pagemap.h"
+#include "report.h"
+#include "secret.h"
+#include "tier.h"
+
+__thread rp_tcache *rp_tc_self __attribute__((tls_model("initial-exec")));
+
+/* Per-thread set-up state: a thread with no cache either has not allocated yet (NONE), is
+ * creating its cache right now (BUSY: allocations made meanwhile, e.g. by
+ * pthread_setspecific, go straight to the heap) or has torn it down at exit (DEAD). */
+enum { TC_NONE = 0, TC_BUSY = 1, TC_DEAD = 2 };
+static __thread unsigned char tc_state __attribute__((tls_model("initial-exec")));
+
+static uint64_t cache_key;  /* written once by rp_tc_setup, before `ready` is published */
+static size_t cache_cap;
+static pthread_key_t exit_key;
+
+static pthread_mutex_t caches_lock = PTHREAD_MUTEX_INITIALIZER;
+static rp_tcache *all_caches;            /* under caches_lock */
+static uint64_t retired_refills, retired_flushes; /* of torn-down caches; under caches_lock */
+
+static void tc_thread_exit(void *arg);
+
+int rp_tc_setup(void)
+{
+    /* The low bits of the key are non-zero, so a zeroed link decodes to a misaligned
+     * pointer (T4 / corruption detection in rp_tc_pop). */
+    cache_key = rp_secret_new((uint64_t)(uintptr_t)&cache_key) | 0x9;
+#ifdef RAMPART_DEBUG
+    cache_cap = 0; /* every free reaches the debug runtime (poisoning, quarantine) */
+#else
+    cache_cap = rp_options_get()->cache_bytes;
+#endif
+    return pthread_key_create(&exit_key, tc_thread_exit) == 0 ? 0 : -1;
+}
+
+size_t rp_tc_cap(void) { return cache_cap; }
+
+uint64_t rp_tc_key(void) { return cache_key; }
+
+/* Most blocks a bin of blocks of `bytes` bytes holds: a quarter of the cap's worth, within
+ * [1, max]; 0 when one block exceeds the cap. */
+static uint32_t bin_limit(size_t bytes, size_t cap, uint32_t max)
+{
+    if (bytes > cap)
+        return 0;
+    uint32_t n = 0;
+    while (n < max && (n + 1) * bytes * 4 <= cap)
+        n++;
+    return n ? n : 1;
+}
+
+static size_t page_bin_bytes(unsigned i) { return (size_t)(i + 1) << RP_PAGE_SHIFT; }
+
+static void tc_unlink_locked(rp_tcache *tc)
+{
+    if (tc->prev)
+        tc->prev->next = tc->next;
+    else
+        all_caches = tc->next;
+    if (tc->next)
+        tc->next->prev = tc->prev;
+    tc->next = tc->prev = NULL;
+}
+
+static rp_tcache *tc_create(void)
+{
+    rp_heap *arena = rp_arena_for_thread();
+    if (!arena)
+        return NULL;
+    rp_tcache *tc = rp_alloc(arena, sizeof *tc, 64);
+    if (!tc)
+        return NULL;
+    memset(tc, 0, sizeof *tc);
+    tc->key = cache_key;
+    tc->secret = rp_arena_secret();
+    tc->cap = cache_cap;
+    tc->arena = arena;
+    for (unsigned c = 0; c < RP_TC_CLASSES; c++)
+        tc->bins[c].limit = bin_limit(rp_tc_class_size(c), tc->cap, RP_TC_LIMIT_MAX);
+    for (unsigned i = 0; i < RP_TC_PAGE_BINS; i++)
+        tc->pbins[i].limit = bin_limit(page_bin_bytes(i), tc->cap, RP_TC_PAGE_SLOTS);
+    pthread_mutex_lock(&caches_lock);
+    tc->next = all_caches;
+    if (all_caches)
+        all_caches->prev = tc;
+    all_caches = tc;
+    pthread_mutex_unlock(&caches_lock);
+    return tc;
+}
+
+rp_tcache *rp_tc_get_slow(void)
+{
+    rp_tcache *tc = rp_tc_self;
+    if (tc)
+        return tc;
+    if (tc_state != TC_NONE || !rp_malloc_init())
+        return NULL;
+    tc_state = TC_BUSY;
+    tc = tc_create();
+    /* Registering the destructor may allocate (pthread keys beyond the first 32): still
+     * BUSY, so that allocation goes to the heap directly. */
+    if (tc && pthread_setspecific(exit_key, tc) != 0) {
+        pthread_mutex_lock(&caches_lock);
+        tc_unlink_locked(tc);
+        pthread_mutex_unlock(&caches_lock);
+        rp_free(tc);
+        tc = NULL;
+    }
+    rp_tc_self = tc;
+    tc_state = TC_NONE;
+    return tc;
+}
+
+/* ---- flushing ---------------------------------------------------------------------------- */
+
+/* Frees blocks (live blocks of any heaps) with one rp_free_batch per heap. */
+static void release_blocks(void **ptrs, size_t n)
+{
+    while (n) {
+        rp_heap *h = rp_pagemap_lookup(ptrs[0])->heap;
+        size_t k = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (rp_pagemap_lookup(ptrs[i])->heap == h) {
+                void *t = ptrs[i];
+                ptrs[i] = ptrs[k];
+                ptrs[k++] = t;
+            }
+        }
+        rp_free_batch(h, ptrs, k);
+        ptrs += k;
+        n -= k;
+    }
+}
+
+void *rp_tc_corrupt(rp_tcache *tc, unsigned c, const void *at)
+{
+    rp_tc_bin *bin = &tc->bins[c];
+    rp_fault f;
+    f.kind = 0;
+    rp_fault_set(&f, RP_ERR_CORRUPT_FREE_LIST, tc->arena, at, NULL, 0,
+                 "thread cache of %zu-byte blocks: cached block %p has a damaged link or tag "
+                 "(written after free?)", rp_tc_class_size(c), at);
+    /* Abandon the bin: its blocks stay allocated (nothing damaged is followed). */
+    size_t approx = (size_t)bin->count * rp_tc_class_size(c);
+    __atomic_store_n(&tc->bytes, tc->bytes > approx ? tc->bytes - approx : 0, __ATOMIC_RELAXED);
+    bin->head = NULL;
+    bin->count = 0;
+    rp_report_fault(&f);
+    errno = ENOMEM;
+    return NULL;
+}
+
+/* Takes the blocks after the first `keep` (the oldest ones) out of bin c, clears their tags
+ * and returns them to their heaps. */
+static void flush_tail(rp_tcache *tc, unsigned c, uint32_t keep)
+{
+    rp_tc_bin *bin = &tc->bins[c];
+    if (bin->count <= keep)
+        return;
+    uint64_t key = tc->key;
+    void *ptrs[RP_TC_LIMIT_MAX];
+    uint64_t *cut = NULL; /* last kept block */
+    uint64_t *w = bin->head;
+    for (uint32_t i = 1; i < keep; i++)
+        w = (uint64_t *)(uintptr_t)(w ? w[0] ^ key : 0);
+    if (keep) {
+        cut = w;
+        w = (uint64_t *)(uintptr_t)(cut[0] ^ key);
+    }
+    size_t n = 0, bytes = 0;
+    while (n < bin->count - keep && n < RP_TC_LIMIT_MAX) {
+        if (!w) {
+            rp_tc_corrupt(tc, c, cut);
+            return;
+        }
+        size_t size = (size_t)(w[1] ^ key ^ (uint64_t)(uintptr_t)w);
+        uintptr_t next = (uintptr_t)(w[0] ^ key);
+        if ((size & (RP_GRANULE - 1)) || size > RP_TC_MAX_CACHED_BLOCK || (next & (RP_GRANULE - 1))) {
+            rp_tc_corrupt(tc, c, w);
+            return;
+        }
+        w[1] = 0; /* T4 */
+        ptrs[n++] = w;
+        bytes += size;
+        w = (uint64_t *)next;
+    }
+    if (cut)
+        cut[0] = key; /* NULL link */
+    else
+        bin->head = NULL;
+    bin->count = keep;
+    __atomic_store_n(&tc->bytes, tc->bytes - bytes, __ATOMIC_RELAXED);
+    __atomic_store_n(&tc->flushes, tc->flushes + 1, __ATOMIC_RELAXED);
+    release_blocks(ptrs, n);
+}
+
+/* Takes the oldest blocks (all but the `keep` on top) out of page bin i, clears their
+ * flags and returns them to their heaps. */
+static void flush_pages(rp_tcache *tc, unsigned i, uint32_t keep)
+{
+    rp_tc_pbin *pb = &tc->pbins[i];
+    if (pb->count <= keep)
+        return;
+    uint32_t n = pb->count - keep;
+    void *ptrs[RP_TC_PAGE_SLOTS];
+    for (uint32_t k = 0; k < n; k++) {
+        rp_page *d = pb->slot[k].d;
+        __atomic_store_n(&d->flags, (uint8_t)(d->flags & ~RP_PAGEF_CACHED), __ATOMIC_RELAXED); /* T4 */
+        ptrs[k] = pb->slot[k].p;
+    }
+    for (uint32_t k = 0; k < keep; k++)
+        pb->slot[k] = pb->slot[n + k];
+    pb->count = keep;
+    __atomic_store_n(&tc->bytes, tc->bytes - n * page_bin_bytes(i), __ATOMIC_RELAXED);
+    __atomic_store_n(&tc->flushes, tc->flushes + 1, __ATOMIC_RELAXED);
+    release_blocks(ptrs, n);
+}
+
+void rp_tc_flush_all(rp_tcache *tc)
+{
+    for (unsigned c = 0; c < RP_TC_CLASSES; c++)
+        flush_tail(tc, c, 0);
+    for (unsigned i = 0; i < RP_TC_PAGE_BINS; i++)
+        flush_pages(tc, i, 0);
+}
+
+/* Halves the bin holding the most bytes (by nominal block size), whichever kind it is. */
+static void flush_fullest(rp_tcache *tc)
+{
+    unsigned best = 0, best_is_page = 0;
+    size_t best_bytes = 0;
+    for (unsigned c = 0; c < RP_TC_CLASSES; c++) {
+        size_t b = (size_t)tc->bins[c].count * rp_tc_class_size(c);
+        if (b > best_bytes) {
+            best_bytes = b;
+            best = c;
+            best_is_page = 0;
+        }
+    }
+    for (unsigned i = 0; i < RP_TC_PAGE_BINS; i++) {
+        size_t b = (size_t)tc->pbins[i].count * page_bin_bytes(i);
+        if (b > best_bytes) {
+            best_bytes = b;
+            best = i;
+            best_is_page = 1;
+        }
+    }
+    if (best_is_page)
+        flush_pages(tc, best, tc->pbins[best].count / 2);
+    else
+        flush_tail(tc, best, tc->bins[best].count / 2);
+}
+
+/* Makes room for `bytes` more under the cap: halves the fullest bins (a few rounds at most).
+ * Returns 1 if they fit now. */
+static int make_room(rp_tcache *tc, size_t bytes)
+{
+    for (int round = 0; round < 4 && tc->bytes + bytes > tc->cap && tc->bytes; round++)
+        flush_fullest(tc);
+    return tc->bytes + bytes <= tc->cap;
+}
+
+static void push_slow(rp_tcache *tc, void *p, size_t size, unsigned c);
+
+void rp_tc_push_slow(rp_tcache *tc, void *p, size_t size, unsigned c)
+{
+    /* free() must leave errno alone; heap trimming on the way may set it. */
+    int saved = errno;
+    push_slow(tc, p, size, c);
+    errno = saved;
+}
+
+static void push_slow(rp_tcache *tc, void *p, size_t size, unsigned c)
+{
+    rp_tc_bin *bin = &tc->bins[c];
+    if (bin->limit == 0 || size > tc->cap) {
+        rp_free(p);
+        return;
+    }
+    if (bin->count >= bin->limit)
+        flush_tail(tc, c, bin->count / 2);
+    if (!make_room(tc, size) || bin->count >= bin->limit) {
+        rp_free(p);
+        return;
+    }
+    rp_tc_push(tc, p, size, c);
+}
+
+int rp_tc_page_push_slow(rp_tcache *tc, void *p, rp_page *d)
+{
+    unsigned i = d->npages - 1;
+    size_t bytes = page_bin_bytes(i);
+    rp_tc_pbin *pb = &tc->pbins[i];
+    if (pb->limit == 0 || bytes > tc->cap)
+        return 0;
+    int saved = errno; /* free() keeps errno; trimming the heap may set it */
+    if (pb->count >= pb->limit)
+        flush_pages(tc, i, pb->count / 2);
+    int room = make_room(tc, bytes) && pb->count < pb->limit;
+    errno = saved;
+    return room ? rp_tc_page_push(tc, p, d) : 0;
+}
+
+void *rp_tc_refill(rp_tcache *tc, unsigned c, size_t size, size_t align)
+{
+    rp_tc_bin *bin = &tc->bins[c];
+    size_t cs = rp_tc_class_size(c);
+    /* A class whose blocks, at this alignment, the heap would serve from the page tier is not
+     * refilled in batches. */
+    if (rp_wants_pages(tc->arena, cs - RP_USER_OFFSET - RP_HOOK_SUFFIX, align))
+        return rp_alloc(tc->arena, size, align);
+    size_t n = bin->limit / 2;
+    if (n > RP_TC_BATCH_MAX)
+        n = RP_TC_BATCH_MAX;
+    if (n > (size_t)(bin->limit - bin->count))
+        n = bin->limit - bin->count;
+    while (n && tc->bytes + n * cs > tc->cap)
+        n >>= 1;
+    if (n == 0)
+        return rp_alloc(tc->arena, size, align);
+    void *blocks[RP_TC_BATCH_MAX + 1];
+    int saved = errno;
+    size_t got = rp_alloc_batch(tc->arena, cs - RP_USER_OFFSET - RP_HOOK_SUFFIX, align, blocks, n + 1);
+    if (got == 0)
+        return NULL;
+    errno = saved; /* a short batch still serves this request */
+    __atomic_store_n(&tc->refills, tc->refills + 1, __ATOMIC_RELAXED);
+    /* Push the rest so that the lowest address comes out next. */
+    for (size_t i = got; i-- > 1;)
+        rp_tc_push(tc, blocks[i], rp_block_of_user(blocks[i])->size, c);
+    return blocks[0];
+}
+
+/* ---- thread exit, totals, fork ------------------------------------------------------------ */
+
+static void tc_thread_exit(void *arg)
+{
+    rp_tcache *tc = arg;
+    rp_tc_self = NULL;
+    tc_state = TC_DEAD;
+    rp_tc_flush_all(tc);
+    pthread_mutex_lock(&caches_lock);
+    tc_unlink_locked(tc);
+    retired_refills += tc->refills;
+    retired_flushes += tc->flushes;
+    pthread_mutex_unlock(&caches_lock);
+    rp_free(tc);
+}
+
+void rp_tc_totals(size_t *caches, size_t *bytes, uint64_t *refills, uint64_t *flushes)
+{
+    size_t n = 0, by = 0;
+    uint64_t rf, fl;
+    pthread_mutex_lock(&caches_lock);
+    rf = retired_refills;
+    fl = retired_flushes;
+    for (rp_tcache *tc = all_caches; tc; tc = tc->next) {
+        n++;
+        by += __atomic_load_n(&tc->bytes, __ATOMIC_RELAXED);
+        rf += __atomic_load_n(&tc->refills, __ATOMIC_RELAXED);
+        fl += __atomic_load_n(&tc->flushes, __ATOMIC_RELAXED);
+    }
+    pthread_mutex_unlock(&caches_lock);
+    *caches = n;
+    *bytes = by;
+    *refills = rf;
+    *flushes = fl;
+}
+
+void rp_tc_fork_prepare(void) { pthread_mutex_lock(&caches_lock); }
+void rp_tc_fork_parent(void) { pthread_mutex_unlock(&caches_lock); }
+
+void rp_tc_fork_child(void)
+{
+    pthread_mutex_init(&caches_lock, NULL);
+    rp_tcache *self = rp_tc_self;
+    for (rp_tcache *tc = all_caches; tc; tc = tc->next) {
+        if (tc != self) {
+            retired_refills += tc->refills;
+            retired_flushes += tc->flushes;
+        }
+    }
+    all_caches = self;
+    if (self)
+        self->next = self->prev = NULL;
+}
+
+/* ---- checking ---------------------------------------------------------------------------- */
+
+__attribute__((format(printf, 3, 4))) static int check_fail(char *why, size_t len, const char *fmt, ...)
+{
+    if (why && len) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(why, len, fmt, ap);
+        va_end(ap);
+    }
+    return 1;
+}
+
+/* T1 for one block of class bin c: a live span block of an arena whose size matches the tag. */
+static int cached_span_ok(const void *p, size_t size)
+{
+    rp_region *r = rp_pagemap_lookup(p);
+    if (!r || !(r->heap->flags & RP_HEAP_MALLOC_ARENA) || ((uintptr_t)p & (RP_GRANULE - 1)))
+        return 0;
+    rp_page *d = rp_page_of(r, p);
+    if (d->state != RP_PAGE_SPAN && d->state != RP_PAGE_SPAN_TAIL)
+        return 0;
+    return rp_header_live_size(r->heap->secret, rp_block_of_user(p)) == size;
+}
+
+/* T1 for one block of page bin i: a live, flagged page-tier block of an arena of i+1 pages. */
+static int cached_pages_ok(const void *p, const rp_page *d, unsigned i)
+{
+    rp_region *r = rp_pagemap_lookup(p);
+    return r && (r->heap->flags & RP_HEAP_MALLOC_ARENA) && rp_page_of(r, p) == d && d->state == RP_PAGE_LARGE &&
+           (uintptr_t)p == rp_page_addr(r, d) && d->u.large.lead_pages == 0 && d->npages == i + 1 &&
+           rp_tc_page_cached(d);
+}
+
+/* Records p in the table of cached blocks; 1 if it was there already (open addressing). */
+static int seen_before(const void **table, size_t slots, const void *p)
+{
+    if (!table)
+        return 0;
+    size_t s = (size_t)(rp_mix64((uint64_t)(uintptr_t)p) & (slots - 1));
+    while (table[s] && table[s] != p)
+        s = (s + 1) & (slots - 1);
+    if (table[s] == p)
+        return 1;
+    table[s] = p;
+    return 0;
+}
+
+int rp_tc_check(rp_tcache *tc, char *why, size_t len)
+{
+    uint64_t key = tc->key;
+    size_t bytes = 0, blocks = 0;
+    size_t listed = 0;
+    for (unsigned c = 0; c < RP_TC_CLASSES; c++)
+        listed += tc->bins[c].count <= tc->bins[c].limit ? tc->bins[c].count : 0;
+    listed += RP_TC_PAGE_BINS * RP_TC_PAGE_SLOTS;
+    size_t slots = 1024;
+    while (slots < 2 * (listed + 1))
+        slots <<= 1;
+    size_t table_bytes = slots * sizeof(void *);
+    const void **table = rp_os_scratch_map(table_bytes);
+    int rc = 0;
+    for (unsigned c = 0; c < RP_TC_CLASSES && !rc; c++) {
+        const rp_tc_bin *bin = &tc->bins[c];
+        if (bin->count > bin->limit) {
+            rc = check_fail(why, len, "T2: bin %u holds %u blocks, above its limit %u", c, bin->count, bin->limit);
+            break;
+        }
+        const uint64_t *w = bin->head;
+        for (uint32_t i = 0; i < bin->count; i++) {
+            if (!w || ((uintptr_t)w & (RP_GRANULE - 1))) {
+                rc = check_fail(why, len, "T2: bin %u ends after %u of its %u blocks", c, i, bin->count);
+                break;
+            }
+            size_t size = (size_t)(w[1] ^ key ^ (uint64_t)(uintptr_t)w);
+            if (size < rp_tc_class_size(c) || size > RP_TC_MAX_CACHED_BLOCK || !cached_span_ok(w, size)) {
+                rc = check_fail(why, len, "T1: block %p in bin %u (%zu bytes) is not a live arena block of its tag's size",
+                                (const void *)w, c, rp_tc_class_size(c));
+                break;
+            }
+            if (seen_before(table, slots, w)) {
+                rc = check_fail(why, len, "T1: block %p is cached twice", (const void *)w);
+                break;
+            }
+            bytes += size;
+            blocks++;
+            w = (const uint64_t *)(uintptr_t)(w[0] ^ key);
+        }
+        if (!rc && w)
+            rc = check_fail(why, len, "T2: bin %u lists more than its count of %u blocks", c, bin->count);
+    }
+    for (unsigned i = 0; i < RP_TC_PAGE_BINS && !rc; i++) {
+        const rp_tc_pbin *pb = &tc->pbins[i];
+        if (pb->count > pb->limit || pb->limit > RP_TC_PAGE_SLOTS) {
+            rc = check_fail(why, len, "T2: page bin %u holds %u blocks, above its limit %u", i, pb->count, pb->limit);
+            break;
+        }
+        for (uint32_t k = 0; k < pb->count; k++) {
+            if (!cached_pages_ok(pb->slot[k].p, pb->slot[k].d, i)) {
+                rc = check_fail(why, len, "T1: block %p in page bin %u is not a live, flagged arena block of %u pages",
+                                pb->slot[k].p, i, i + 1);
+                break;
+            }
+            if (seen_before(table, slots, pb->slot[k].p)) {
+                rc = check_fail(why, len, "T1: block %p is cached twice", pb->slot[k].p);
+                break;
+            }
+            bytes += page_bin_bytes(i);
+            blocks++;
+        }
+    }
+    if (table)
+        rp_os_scratch_unmap(table, table_bytes);
+    if (!rc && bytes != tc->bytes)
+        rc = check_fail(why, len, "T3: the cache counts %zu bytes, its %zu blocks hold %zu", tc->bytes, blocks, bytes);
+    if (!rc && tc->bytes > tc->cap)
+        rc = check_fail(why, len, "T3: the cache holds %zu bytes, above its cap of %zu", tc->bytes, tc->cap);
+    return rc;
+}

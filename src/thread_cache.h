@@ -1,0 +1,222 @@
+/* Per-thread caches of the malloc drop-in: free blocks kept in front of the arenas, so that
+ * a malloc/free pair normally takes no lock.
+ *
+ * To the core a cached block is an ordinary live block of its heap (walks, rp_heap_check
+ * and the heap counters see it as allocated): the cache only remembers it. A block enters a
+ * cache when a thread frees it (whichever thread allocated it, from whichever arena) or in a
+ * refill batch (rp_alloc_batch: one lock for many blocks); it leaves when malloc hands it out
+ * or in a flush (rp_free_batch: one lock per heap). Cross-thread frees therefore need no
+ * protocol: the freeing thread caches the block and, on flush, returns it to its own heap.
+ *
+ * Two kinds of bins:
+ *   class bins (bins[c]): span blocks by size class (size_class.h), in a list threaded
+ *     through the blocks themselves (free() reads the block's header anyway, so writing next
+ *     to it costs no extra cache miss). A cached block's first two words (every span block
+ *     has at least 16 usable bytes):
+ *         word 0  next block in the bin, XOR the process key  (a zeroed or overwritten link
+ *                 decodes to a misaligned pointer and is reported, not followed)
+ *         word 1  key XOR block address XOR block size        ("cache tag")
+ *     The tag tells free() that a block is already cached (double free, whichever thread
+ *     cached it), with a false-positive chance of 2^-64, and gives its size back to malloc.
+ *   page bins (pbins[n-1]): whole-page blocks of the page tier of n pages (1 .. 16, user
+ *     pointer at the first page), in a small array of pointers, so neither free nor malloc
+ *     touches the block's memory (often cold: each block is a page of its own). The page
+ *     descriptor's RP_PAGEF_CACHED flag marks them (double-free detection).
+ *
+ * Invariants (rp_malloc_check verifies them for the calling thread's cache):
+ *   T1  every block in class bin c is a live span block of an arena of size >= class_size(c)
+ *       (at most RP_TC_MAX_CACHED_BLOCK) carrying its tag; every block in page bin n-1 is a
+ *       live page-tier block of an arena of exactly n pages, user pointer at its first page,
+ *       with RP_PAGEF_CACHED set; no block is cached twice;
+ *   T2  bins[c].count is the length of bin c's list; every bin's count <= its limit;
+ *   T3  bytes is the sum of the cached blocks' sizes, and bytes <= cap;
+ *   T4  a block outside every cache carries neither its tag nor RP_PAGEF_CACHED (malloc
+ *       clears them when it hands a block out, a flush before the block goes back).
+ * Bounded memory: a thread holds at most cap bytes (option cache_bytes); an exiting thread's
+ * cache goes back to the heaps (pthread key destructor); after fork(), the child keeps only
+ * the forking thread's cache (the others' blocks stay allocated: their threads are gone and
+ * their bins may have been mid-update). All operations are O(1) or O(batch size). */
+#ifndef RP_THREAD_CACHE_H
+#define RP_THREAD_CACHE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bits.h"
+#include "heap.h"
+#include "size_class.h"
+
+#define RP_TC_BATCH_MAX 64   /* blocks per refill */
+#define RP_TC_LIMIT_MAX 256  /* blocks per bin */
+#define RP_TC_PAGE_BINS 16   /* page-tier blocks of 1 .. 16 pages */
+#define RP_TC_PAGE_SLOTS 16  /* blocks per page bin */
+
+typedef struct rp_tc_bin {
+    void *head;     /* first cached block (its word 0 links on) */
+    uint32_t count; /* T2 */
+    uint32_t limit; /* most blocks this bin holds before half of it is flushed */
+} rp_tc_bin;
+
+typedef struct rp_tc_pbin {
+    uint32_t count; /* slot[0 .. count-1] hold blocks, the last one freed on top */
+    uint32_t limit; /* <= RP_TC_PAGE_SLOTS */
+    struct {
+        void *p;    /* user pointer */
+        rp_page *d; /* its head descriptor */
+    } slot[RP_TC_PAGE_SLOTS];
+} rp_tc_pbin;
+
+typedef struct rp_tcache {
+    uint64_t key;            /* the process's cache key (copied for locality) */
+    uint64_t secret;         /* the arenas' block-check secret (A3 in arena.h) */
+    size_t bytes;            /* T3; written by the owner (relaxed atomic), read by stats */
+    size_t cap;              /* option cache_bytes (0: nothing is ever cached) */
+    rp_heap *arena;          /* where refills and direct allocations come from */
+    rp_tc_bin bins[RP_TC_CLASSES];
+    rp_tc_pbin pbins[RP_TC_PAGE_BINS];
+    uint64_t refills;        /* slow-path counters, relaxed atomic */
+    uint64_t flushes;
+    struct rp_tcache *next, *prev; /* list of all caches (stats, fork) */
+} rp_tcache;
+
+/* The calling thread's cache, NULL until its first allocation sets it up, and NULL again
+ * after it was torn down at thread exit (allocations then go to the heap directly). With
+ * cap 0 (option cache_bytes=0, and always in the debug flavour) it exists but holds nothing.
+ * Initial-exec TLS: reading it never allocates (no __tls_get_addr). */
+extern __thread rp_tcache *rp_tc_self __attribute__((tls_model("initial-exec")));
+
+/* One-time set-up (from rp_malloc_init): the random key and the thread-exit key.
+ * 0 or -1. */
+int rp_tc_setup(void);
+
+/* The calling thread's cache, creating it if the thread has none yet and may have one.
+ * NULL when it cannot (see rp_tc_self); the caller then allocates directly from the heap. */
+rp_tcache *rp_tc_get_slow(void);
+
+/* The tag a cached block p of size bytes carries in word 1 (T4). */
+static inline uint64_t rp_tc_tag(uint64_t key, const void *p, size_t size)
+{
+    return key ^ (uint64_t)(uintptr_t)p ^ (uint64_t)size;
+}
+
+/* Reports a corrupted bin (never returns unless the report function does; then the bin is
+ * emptied without freeing anything and NULL is returned). */
+void *rp_tc_corrupt(rp_tcache *tc, unsigned c, const void *at);
+
+/* Hands out the head of a non-empty bin. Only the link is checked: a damaged link decodes
+ * to a misaligned pointer (the key's low bits are set) and is reported before it is used. */
+static inline void *rp_tc_pop(rp_tcache *tc, unsigned c)
+{
+    rp_tc_bin *bin = &tc->bins[c];
+    uint64_t *w = (uint64_t *)bin->head;
+    uint64_t key = tc->key;
+    uintptr_t next = (uintptr_t)(w[0] ^ key);
+    if (RP_UNLIKELY(next & (RP_GRANULE - 1)))
+        return rp_tc_corrupt(tc, c, w);
+    size_t size = (size_t)(w[1] ^ key ^ (uint64_t)(uintptr_t)w);
+    bin->head = (void *)next;
+    bin->count--;
+    __atomic_store_n(&tc->bytes, tc->bytes - size, __ATOMIC_RELAXED);
+    w[1] = 0; /* T4 */
+    return w;
+}
+
+/* Slow path of rp_tc_push: the bin is full or the cache is at its cap. */
+void rp_tc_push_slow(rp_tcache *tc, void *p, size_t size, unsigned c);
+
+/* Caches the span block p (user pointer) of size bytes in class bin c (its floor class);
+ * tag = rp_tc_tag(tc->key, p, size), which the caller has computed for its double-free
+ * check. */
+static inline void rp_tc_push_tagged(rp_tcache *tc, void *p, size_t size, unsigned c, uint64_t tag)
+{
+    rp_tc_bin *bin = &tc->bins[c];
+    size_t bytes = tc->bytes + size;
+    if (RP_UNLIKELY(bin->count >= bin->limit || bytes > tc->cap)) {
+        rp_tc_push_slow(tc, p, size, c);
+        return;
+    }
+    uint64_t *w = (uint64_t *)p;
+    w[0] = (uint64_t)(uintptr_t)bin->head ^ tc->key;
+    w[1] = tag;
+    bin->head = p;
+    bin->count++;
+    __atomic_store_n(&tc->bytes, bytes, __ATOMIC_RELAXED);
+}
+
+static inline void rp_tc_push(rp_tcache *tc, void *p, size_t size, unsigned c)
+{
+    rp_tc_push_tagged(tc, p, size, c, rp_tc_tag(tc->key, p, size));
+}
+
+/* Miss in class bin c for a request of size bytes aligned to align (16, or a power of two
+ * dividing the class size): refills the bin with a batch of blocks of the class whose user
+ * pointers are aligned to align, under one lock, and returns one of them. When the bin cannot
+ * take a batch (limit or cap), allocates the request directly instead.
+ * NULL (errno ENOMEM) when out of memory. */
+void *rp_tc_refill(rp_tcache *tc, unsigned c, size_t size, size_t align);
+
+/* The top block of the page bin of npages pages (1 .. RP_TC_PAGE_BINS) if it is aligned to
+ * align, taken out of the cache; NULL otherwise. */
+static inline void *rp_tc_page_pop(rp_tcache *tc, size_t npages, size_t align)
+{
+    rp_tc_pbin *pb = &tc->pbins[npages - 1];
+    if (pb->count == 0)
+        return NULL;
+    void *p = pb->slot[pb->count - 1].p;
+    if ((uintptr_t)p & (align - 1))
+        return NULL;
+    rp_page *d = pb->slot[pb->count - 1].d;
+    pb->count--;
+    __atomic_store_n(&d->flags, (uint8_t)(d->flags & ~RP_PAGEF_CACHED), __ATOMIC_RELAXED); /* T4 */
+    __atomic_store_n(&tc->bytes, tc->bytes - (npages << RP_PAGE_SHIFT), __ATOMIC_RELAXED);
+    return p;
+}
+
+/* Slow path of rp_tc_page_push: the bin is full or the cache is at its cap. */
+int rp_tc_page_push_slow(rp_tcache *tc, void *p, rp_page *d);
+
+/* Caches the live page-tier block p whose head descriptor is d (at most RP_TC_PAGE_BINS
+ * pages, user pointer at its first page, not cached already: the caller checked
+ * rp_tc_page_cached). Returns 1 when cached, 0 when the caller must free it directly (no
+ * room). Keeps errno. */
+static inline int rp_tc_page_push(rp_tcache *tc, void *p, rp_page *d)
+{
+    rp_tc_pbin *pb = &tc->pbins[d->npages - 1];
+    size_t bytes = tc->bytes + ((size_t)d->npages << RP_PAGE_SHIFT);
+    if (RP_UNLIKELY(pb->count >= pb->limit || bytes > tc->cap))
+        return rp_tc_page_push_slow(tc, p, d);
+    __atomic_store_n(&d->flags, (uint8_t)(d->flags | RP_PAGEF_CACHED), __ATOMIC_RELAXED);
+    pb->slot[pb->count].p = p;
+    pb->slot[pb->count].d = d;
+    pb->count++;
+    __atomic_store_n(&tc->bytes, bytes, __ATOMIC_RELAXED);
+    return 1;
+}
+
+/* 1 if the live page-tier block headed by d sits in some thread's cache (T4). */
+static inline int rp_tc_page_cached(const rp_page *d)
+{
+    return (__atomic_load_n(&d->flags, __ATOMIC_RELAXED) & RP_PAGEF_CACHED) != 0;
+}
+
+/* Returns every cached block to its heap. */
+void rp_tc_flush_all(rp_tcache *tc);
+
+/* Verifies T1..T3 for tc (the caller's own cache). 0, or non-zero with a message. */
+int rp_tc_check(rp_tcache *tc, char *why, size_t len);
+
+/* Totals over all live caches (a snapshot: other threads keep running). */
+void rp_tc_totals(size_t *caches, size_t *bytes, uint64_t *refills, uint64_t *flushes);
+
+/* The cap every cache gets (option cache_bytes; 0 in the debug flavour). */
+size_t rp_tc_cap(void);
+
+/* The process's cache key (valid once rp_tc_setup ran; 0 before: then nothing is cached). */
+uint64_t rp_tc_key(void);
+
+/* The cache list's lock across fork; the child drops every cache but its own. */
+void rp_tc_fork_prepare(void);
+void rp_tc_fork_parent(void);
+void rp_tc_fork_child(void);
+
+#endif

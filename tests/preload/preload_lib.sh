@@ -1,0 +1,83 @@
+#!/bin/bash
+# Shared by the LD_PRELOAD tests: run a command with and without librampart_malloc.so and
+# compare what it prints.
+#
+#   source preload_lib.sh LIBRARY
+#   compare_runs NAME COMMAND...    runs COMMAND plainly, then under LD_PRELOAD in three
+#                                   configurations (defaults; no thread cache; a tiny cache,
+#                                   so flushes and refills happen all the time); stdout must
+#                                   be identical, and rampart's at-exit statistics must show
+#                                   that rampart did serve the allocations.
+set -u
+
+SO=$(readlink -f "$1")
+[ -f "$SO" ] || { echo "FAIL: no library at $1"; exit 1; }
+TMP=${TEST_TMPDIR:-$(mktemp -d)}
+export HOME="$TMP/home"
+mkdir -p "$HOME"
+failures=0
+
+fail() {
+    echo "FAIL: $*"
+    failures=$((failures + 1))
+}
+
+# Executes "$@" with LD_PRELOAD and RAMPART_OPTIONS given as the first two arguments.
+run_with() {
+    local preload=$1 options=$2
+    shift 2
+    if [ -n "$preload" ]; then
+        LD_PRELOAD="$preload" RAMPART_OPTIONS="$options" "$@"
+    else
+        env -u LD_PRELOAD -u RAMPART_OPTIONS "$@"
+    fi
+}
+
+compare_runs() {
+    local name=$1
+    shift
+    local expected="$TMP/$name.plain.out"
+    if ! run_with "" "" "$@" >"$expected" 2>"$TMP/$name.plain.err"; then
+        fail "$name: failed without rampart"
+        cat "$TMP/$name.plain.err"
+        return
+    fi
+    local config i=0
+    for config in "stats=1" "stats=1:cache_bytes=0" "stats=1:cache_bytes=2K:arenas=2"; do
+        i=$((i + 1))
+        local out="$TMP/$name.rampart$i.out" err="$TMP/$name.rampart$i.err"
+        if ! run_with "$SO" "$config" "$@" >"$out" 2>"$err"; then
+            fail "$name: failed under rampart ($config)"
+            tail -20 "$err"
+            continue
+        fi
+        if ! cmp -s "$expected" "$out"; then
+            fail "$name: output differs under rampart ($config)"
+            diff "$expected" "$out" | head -20
+            continue
+        fi
+        # The statistics printed at exit (by every process of the run): rampart served the
+        # allocations. The busiest process counts.
+        local allocs
+        allocs=$(awk '$1 == "total" && $(NF-1) > max { max = $(NF-1) } END { print max + 0 }' "$err")
+        if ! grep -q "rampart release: malloc statistics" "$err" || [ -z "$allocs" ] || [ "$allocs" -lt 1000 ]; then
+            fail "$name: no rampart statistics at exit ($config): allocations '$allocs'"
+            tail -12 "$err"
+            continue
+        fi
+        if grep -q "rampart: .*RAMPART_OPTIONS\|rampart: [a-z-]*: " "$err"; then
+            fail "$name: rampart reported something ($config)"
+            grep "rampart:" "$err" | head -5
+            continue
+        fi
+        echo "ok: $name ($config): identical output, $allocs heap allocations"
+    done
+}
+
+finish() {
+    if [ "$failures" -ne 0 ]; then
+        echo "$failures failure(s)"
+        exit 1
+    fi
+    echo "all checks passed"
+}

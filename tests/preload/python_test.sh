@@ -1,0 +1,9 @@
+#!/bin/bash
+# python3 running an allocation-heavy script (every object from malloc: PYTHONMALLOC=malloc),
+# with and without librampart_malloc.so: identical output.
+source "$(dirname "$0")/preload_lib.sh" "$1"
+PY=/usr/bin/python3
+[ -x "$PY" ] || PY=$(command -v python3)
+export PYTHONMALLOC=malloc PYTHONHASHSEED=0
+compare_runs python "$PY" "$(dirname "$0")/alloc_heavy.py"
+finish
