@@ -91,7 +91,7 @@ size_t rp_alloc_batch(rp_heap *h, size_t size, size_t align, void **out, size_t 
         if (!k)
             break;
         for (size_t i = got; i < got + k; i++)
-            rp_hook_alloc(h, out[i], size, rp_block_usable(rp_block_of_user(out[i])), align);
+            rp_hook_alloc(h, out[i], size, rp_block_usable(rp_block_of_user(out[i])), align, &f);
         got += k;
     }
     rp_lock_release(&h->lock);

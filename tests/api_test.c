@@ -248,34 +248,6 @@ static void test_errors(void)
     rp_heap_destroy(h);
 }
 
-/* Regression: a block freed next to a free predecessor is merged into it; a second free of
- * it must be reported as a double free (its old header used to stay valid and "live"). */
-static int merged_kinds[RP_ERR_KIND_COUNT];
-static void record_kind(const rp_report *r, void *arg)
-{
-    (void)arg;
-    merged_kinds[r->kind]++;
-}
-
-static void test_double_free_after_merge(void)
-{
-    rp_heap *h = rp_heap_create(NULL);
-    void *a = rp_alloc(h, 100, 0), *b = rp_alloc(h, 100, 0), *c = rp_alloc(h, 100, 0);
-    REQUIRE(a && b && c);
-    rp_free(a);
-    rp_free(b); /* merges into a's free block */
-    void *old_arg;
-    rp_report_fn old = rp_set_report_fn(record_kind, NULL, &old_arg);
-    rp_free(b);
-    rp_set_report_fn(old, old_arg, NULL);
-    CHECK(merged_kinds[RP_ERR_DOUBLE_FREE] == 1);
-    CHECK(merged_kinds[RP_ERR_CORRUPT_BLOCK] == 0);
-    CHECK_HEAP(h);
-    rp_free(c);
-    CHECK_HEAP(h);
-    rp_heap_destroy(h);
-}
-
 static void test_default_heap(void)
 {
     void *p = rp_alloc(NULL, 123, 0);
@@ -294,7 +266,6 @@ int main(void)
     test_realloc();
     test_walk_and_stats();
     test_errors();
-    test_double_free_after_merge();
     test_default_heap();
     TEST_MAIN_END();
 }

@@ -126,6 +126,28 @@ static void test_tier_routing(void)
     rp_heap_destroy(h);
 }
 
+/* Regression: a block freed next to a free predecessor is merged into it; a second free of
+ * it must be reported as a double free (its old header used to stay valid and "live"). */
+static void test_double_free_after_merge(void)
+{
+    rp_heap *h = rp_heap_create(NULL);
+    void *a = rp_alloc(h, 100, 0), *b = rp_alloc(h, 100, 0), *c = rp_alloc(h, 100, 0);
+    REQUIRE(a && b && c);
+    rp_free(a);
+    rp_free(b); /* merges into a's free block */
+    void *old_arg;
+    rp_report_fn old = rp_set_report_fn(record, NULL, &old_arg);
+    rp_free(b);
+    rp_set_report_fn(old, old_arg, NULL);
+    CHECK(kinds[RP_ERR_DOUBLE_FREE] == 1);
+    CHECK(kinds[RP_ERR_CORRUPT_BLOCK] == 0);
+    memset(kinds, 0, sizeof kinds);
+    CHECK_HEAP(h);
+    rp_free(c);
+    CHECK_HEAP(h);
+    rp_heap_destroy(h);
+}
+
 /* Batches of every size and count against random frees, in fragmented free space: runs
  * carved from blocks of every size (remainders absorbed or split off), the heap checked
  * often, every block filled and verified. */
@@ -201,6 +223,7 @@ static void test_batch_random(void)
 
 int main(void)
 {
+    test_double_free_after_merge();
     test_batch();
     test_batch_random();
     test_tier_routing();

@@ -45,12 +45,13 @@ int main(void)
     CHECK(o.stats == 1 && o.backtrace_depth == 8 && o.cache_bytes == 65536 && o.abort_on_error == 0);
     CHECK(strstr(last, "poison") == NULL);
     /* arenas: 1..64, 0 = the default. */
+    rp_options m;
+    rp_options_defaults(&m);
+    CHECK(m.arenas == 0 && m.cache_bytes == ((size_t)256 << 10) && m.retain_bytes == ((size_t)32 << 20));
     n = 0;
-    CHECK(rp_options_parse("arenas=4", &o, record, &n) == 0 && o.arenas == 4);
-    CHECK(rp_options_parse("arenas=65", &o, record, &n) == 1 && o.arenas == 4 && strstr(last, "arenas"));
-    CHECK(rp_options_parse("arenas=0", &o, record, &n) == 0 && o.arenas == 0);
-    rp_options_defaults(&o);
-    CHECK(o.arenas == 0 && o.cache_bytes == ((size_t)256 << 10) && o.retain_bytes == ((size_t)32 << 20));
+    CHECK(rp_options_parse("arenas=4", &m, record, &n) == 0 && m.arenas == 4);
+    CHECK(rp_options_parse("arenas=65", &m, record, &n) == 1 && m.arenas == 4 && strstr(last, "arenas"));
+    CHECK(rp_options_parse("arenas=0", &m, record, &n) == 0 && m.arenas == 0);
     n = 0;
     rp_options_parse("leak_exit_code=256", &o, record, &n);
     CHECK(n == 1 && strstr(last, "leak_exit_code") && o.leak_exit_code == 23);

@@ -1,6 +1,7 @@
 /* rpbench worker linked against the debug flavour (//src:rampart_debug): the "debug" and
  * "debug-nobt" rows (rp_alloc/rp_free with every debug check on), plus one measurement of its
  * own: the cost of one stack capture (`--worker rp capture`). */
+#define _POSIX_C_SOURCE 200809L
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
