@@ -266,6 +266,7 @@ static void split_run(rp_heap *h, rp_block *a, size_t stride, size_t k)
     rp_block_reseal(secret, next);
 }
 
+RP_NO_SANITIZE_ADDRESS
 size_t rp_span_alloc_run(rp_heap *h, size_t size, size_t align, void **out, size_t n, rp_fault *f)
 {
     size_t stride = rp_align_up(rp_span_block_need(size), align);
@@ -418,6 +419,7 @@ void rp_span_release_run(rp_heap *h, rp_block *b, size_t count, size_t total, rp
         rp_free_index_insert(&h->index, start);
 }
 
+RP_NO_SANITIZE_ADDRESS
 void rp_span_release(rp_heap *h, rp_block *b, rp_fault *f) { rp_span_release_run(h, b, 1, b->size, f); }
 
 RP_NO_SANITIZE_ADDRESS
