@@ -7,6 +7,7 @@
 
 #include "src/bits.h"
 #include "src/os.h"
+#include "src/report.h"
 
 #define BUCKET_BITS 16
 #define NBUCKETS ((size_t)1 << BUCKET_BITS)
@@ -175,16 +176,6 @@ size_t rp_depot_bytes(void)
     return b;
 }
 
-__attribute__((format(printf, 3, 4))) static int fail(char *why, size_t len, const char *fmt, ...)
-{
-    if (why && len) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(why, len, fmt, ap);
-        va_end(ap);
-    }
-    return 1;
-}
 
 int rp_depot_check(char *why, size_t len)
 {
@@ -193,26 +184,26 @@ int rp_depot_check(char *why, size_t len)
     for (size_t id = 1; id <= stored && !rc; id++) {
         const depot_stack *s = stack_of_id(id);
         if (!s || s->id != id)
-            rc = fail(why, len, "S1: stack depot id %zu does not name its stack", id);
+            rc = rp_why(why, len, "S1: stack depot id %zu does not name its stack", id);
         else if (s->n == 0 || s->n > RP_STACK_MAX_FRAMES || s->hash != hash_frames(s->frames, s->n))
-            rc = fail(why, len, "S2: stack %zu has %u frames or a wrong hash", id, s->n);
+            rc = rp_why(why, len, "S2: stack %zu has %u frames or a wrong hash", id, s->n);
     }
     size_t chained = 0;
     for (size_t b = 0; b < NBUCKETS && !rc; b++) {
         for (const depot_stack *s = buckets[b]; s && !rc; s = s->next) {
             if (++chained > stored)
-                rc = fail(why, len, "S2: stack depot chains hold more than the %zu stacks stored (cycle?)", stored);
+                rc = rp_why(why, len, "S2: stack depot chains hold more than the %zu stacks stored (cycle?)", stored);
             else if ((s->hash & (NBUCKETS - 1)) != b || s->id == 0 || s->id > stored ||
                      stack_of_id(s->id) != s)
-                rc = fail(why, len, "S2: stack %u is on the chain of bucket %zu by mistake", s->id, b);
+                rc = rp_why(why, len, "S2: stack %u is on the chain of bucket %zu by mistake", s->id, b);
             size_t steps = 0;
             for (const depot_stack *t = s->next; t && !rc && steps++ < stored; t = t->next)
                 if (same_frames(t, s->hash, s->frames, s->n))
-                    rc = fail(why, len, "S3: stacks %u and %u have the same frames", s->id, t->id);
+                    rc = rp_why(why, len, "S3: stacks %u and %u have the same frames", s->id, t->id);
         }
     }
     if (!rc && chained != stored)
-        rc = fail(why, len, "S1: stack depot chains hold %zu stacks, %zu are stored", chained, stored);
+        rc = rp_why(why, len, "S1: stack depot chains hold %zu stacks, %zu are stored", chained, stored);
     pthread_mutex_unlock(&depot_lock);
     return rc;
 }

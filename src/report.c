@@ -81,6 +81,17 @@ void rp_fault_set(rp_fault *f, rp_error_kind kind, const rp_heap *h, const void 
     va_end(ap);
 }
 
+int rp_why(char *why, size_t len, const char *fmt, ...)
+{
+    if (why && len) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(why, len, fmt, ap);
+        va_end(ap);
+    }
+    return 1;
+}
+
 void rp_report_fault(const rp_fault *f)
 {
     if (f->kind == 0)

@@ -28,6 +28,10 @@ void rp_fault_set(rp_fault *f, rp_error_kind kind, const rp_heap *h, const void 
                   const void *block, size_t block_size, const char *fmt, ...)
     __attribute__((format(printf, 7, 8)));
 
+/* For checkers: writes a printf-style message into why (if non-NULL and len > 0, truncated
+ * and NUL-terminated) and returns 1, the "invariant violated" result. */
+int rp_why(char *why, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 /* Delivers a recorded fault to the report function; no-op when f->kind is 0. */
 void rp_report_fault(const rp_fault *f);
 

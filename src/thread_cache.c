@@ -402,16 +402,6 @@ void rp_tc_fork_child(void)
 
 /* ---- checking ---------------------------------------------------------------------------- */
 
-__attribute__((format(printf, 3, 4))) static int check_fail(char *why, size_t len, const char *fmt, ...)
-{
-    if (why && len) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(why, len, fmt, ap);
-        va_end(ap);
-    }
-    return 1;
-}
 
 /* T1 for one block of class bin c: a live span block of an arena whose size matches the tag. */
 static int cached_span_ok(const void *p, size_t size)
@@ -465,23 +455,23 @@ int rp_tc_check(rp_tcache *tc, char *why, size_t len)
     for (unsigned c = 0; c < RP_TC_CLASSES && !rc; c++) {
         const rp_tc_bin *bin = &tc->bins[c];
         if (bin->count > bin->limit) {
-            rc = check_fail(why, len, "T2: bin %u holds %u blocks, above its limit %u", c, bin->count, bin->limit);
+            rc = rp_why(why, len, "T2: bin %u holds %u blocks, above its limit %u", c, bin->count, bin->limit);
             break;
         }
         const uint64_t *w = bin->head;
         for (uint32_t i = 0; i < bin->count; i++) {
             if (!w || ((uintptr_t)w & (RP_GRANULE - 1))) {
-                rc = check_fail(why, len, "T2: bin %u ends after %u of its %u blocks", c, i, bin->count);
+                rc = rp_why(why, len, "T2: bin %u ends after %u of its %u blocks", c, i, bin->count);
                 break;
             }
             size_t size = (size_t)(w[1] ^ key ^ (uint64_t)(uintptr_t)w);
             if (size < rp_tc_class_size(c) || size > RP_TC_MAX_CACHED_BLOCK || !cached_span_ok(w, size)) {
-                rc = check_fail(why, len, "T1: block %p in bin %u (%zu bytes) is not a live arena block of its tag's size",
+                rc = rp_why(why, len, "T1: block %p in bin %u (%zu bytes) is not a live arena block of its tag's size",
                                 (const void *)w, c, rp_tc_class_size(c));
                 break;
             }
             if (seen_before(table, slots, w)) {
-                rc = check_fail(why, len, "T1: block %p is cached twice", (const void *)w);
+                rc = rp_why(why, len, "T1: block %p is cached twice", (const void *)w);
                 break;
             }
             bytes += size;
@@ -489,22 +479,22 @@ int rp_tc_check(rp_tcache *tc, char *why, size_t len)
             w = (const uint64_t *)(uintptr_t)(w[0] ^ key);
         }
         if (!rc && w)
-            rc = check_fail(why, len, "T2: bin %u lists more than its count of %u blocks", c, bin->count);
+            rc = rp_why(why, len, "T2: bin %u lists more than its count of %u blocks", c, bin->count);
     }
     for (unsigned i = 0; i < RP_TC_PAGE_BINS && !rc; i++) {
         const rp_tc_pbin *pb = &tc->pbins[i];
         if (pb->count > pb->limit || pb->limit > RP_TC_PAGE_SLOTS) {
-            rc = check_fail(why, len, "T2: page bin %u holds %u blocks, above its limit %u", i, pb->count, pb->limit);
+            rc = rp_why(why, len, "T2: page bin %u holds %u blocks, above its limit %u", i, pb->count, pb->limit);
             break;
         }
         for (uint32_t k = 0; k < pb->count; k++) {
             if (!cached_pages_ok(pb->slot[k].p, pb->slot[k].d, i)) {
-                rc = check_fail(why, len, "T1: block %p in page bin %u is not a live, flagged arena block of %u pages",
+                rc = rp_why(why, len, "T1: block %p in page bin %u is not a live, flagged arena block of %u pages",
                                 pb->slot[k].p, i, i + 1);
                 break;
             }
             if (seen_before(table, slots, pb->slot[k].p)) {
-                rc = check_fail(why, len, "T1: block %p is cached twice", pb->slot[k].p);
+                rc = rp_why(why, len, "T1: block %p is cached twice", pb->slot[k].p);
                 break;
             }
             bytes += page_bin_bytes(i);
@@ -514,8 +504,8 @@ int rp_tc_check(rp_tcache *tc, char *why, size_t len)
     if (table)
         rp_os_scratch_unmap(table, table_bytes);
     if (!rc && bytes != tc->bytes)
-        rc = check_fail(why, len, "T3: the cache counts %zu bytes, its %zu blocks hold %zu", tc->bytes, blocks, bytes);
+        rc = rp_why(why, len, "T3: the cache counts %zu bytes, its %zu blocks hold %zu", tc->bytes, blocks, bytes);
     if (!rc && tc->bytes > tc->cap)
-        rc = check_fail(why, len, "T3: the cache holds %zu bytes, above its cap of %zu", tc->bytes, tc->cap);
+        rc = rp_why(why, len, "T3: the cache holds %zu bytes, above its cap of %zu", tc->bytes, tc->cap);
     return rc;
 }
