@@ -55,7 +55,8 @@ enum { RPD_FLAG_DEBUG = 1u << 0 }; /* header flags: written by the debug flavour
 enum { RPD_STATE_USED = 1, RPD_STATE_FREE = 2, RPD_STATE_QUARANTINED = 3, RPD_STATE_SPAN = 4 };
 enum { RPD_TIER_SPAN = 1, RPD_TIER_PAGE = 2 };
 enum {
-    RPD_BLOCK_DECOMMITTED = 1u << 0, /* free pages given back to the OS (madvise) */
+    RPD_BLOCK_DECOMMITTED = 1u << 0, /* free pages of an OS region known not to be resident:
+                                        never used since mapped, or given back (madvise) */
     RPD_BLOCK_SPARE_SPAN = 1u << 1,  /* the heap's one spare free span */
 };
 enum { RPD_REASON_CALL = 0, RPD_REASON_SIGNAL = 1, RPD_REASON_EXIT = 2 };

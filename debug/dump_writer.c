@@ -188,7 +188,7 @@ static int visit_block(rp_heap *h, rp_region *r, const rp_block_info *info, void
     switch (info->state) {
     case RP_BLOCK_FREE:
         b.state = RPD_STATE_FREE;
-        if (info->tier == RP_TIER_PAGE && (rp_page_of(r, info->block)->flags & RP_PAGEF_DECOMMITTED))
+        if (info->tier == RP_TIER_PAGE && r->resident && !rp_page_tier_block_resident(r, rp_page_of(r, info->block)))
             b.flags |= RPD_BLOCK_DECOMMITTED;
         if (info->block == (void *)h->spare_span)
             b.flags |= RPD_BLOCK_SPARE_SPAN;

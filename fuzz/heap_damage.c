@@ -109,13 +109,14 @@ RP_NO_SANITIZE_ADDRESS static int damage(heap_model *m, unsigned kind, unsigned 
         else
             xor_u32(&h->index.sl_bitmap[sel % RP_FL_COUNT], 1u << ((sel >> 5) % RP_SL_COUNT));
         return 1;
-    case 4: { /* a counter the checker recounts: H1, H2, H3, I5, B4, D4 */
+    case 4: { /* a counter the checker recounts: H1, H2, H3, I5, B4, B5, D4 */
         rp_region *r = some_region(h, sel);
         size_t *counters[] = {&h->blocks_in_use, &h->bytes_in_use, &h->bytes_usable, &h->spans, &h->span_bytes,
                               &h->large_blocks, &h->nregions, &h->region_bytes, &h->index.free_blocks,
                               &h->index.free_bytes, &h->index.class_blocks[(sel >> 4) % RP_FL_COUNT],
                               &h->pages.free_pages, &h->pages.blocks[(sel >> 4) % RP_ORDERS],
-                              r ? &r->free_pages : &h->pages.free_pages};
+                              r ? &r->free_pages : &h->pages.free_pages, &h->pages.resident_pages,
+                              &h->pages.held_pages};
         add_size(counters[sel % (sizeof counters / sizeof counters[0])], (size_t)(x | 1));
         return 1;
     }

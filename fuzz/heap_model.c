@@ -208,7 +208,7 @@ void expect_real_oom(heap_model *m, size_t size, size_t align, uint64_t calls_be
                "rp_alloc(%zu, align %zu) failed although a free page block of order %u exists", size, align, k);
     if (m->cfg.flags & RP_HEAP_NO_OS)
         return;
-    size_t cost = pages * 4096 + ((sizeof(rp_region) + pages * sizeof(rp_page) + 4095) & ~(size_t)4095);
+    size_t cost = pages * 4096 + ((rp_region_os_meta_bytes(pages) + 4095) & ~(size_t)4095);
     EXPECT(st.os_bytes + cost > m->cfg.max_bytes,
            "rp_alloc(%zu, align %zu) failed with %zu bytes mapped, cap %zu, a fresh region costs %zu", size, align,
            st.os_bytes, m->cfg.max_bytes, cost);

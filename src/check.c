@@ -13,6 +13,7 @@
 #include "large.h"
 #include "os.h"
 #include "pagemap.h"
+#include "resident.h"
 #include "walk.h"
 
 typedef struct checker {
@@ -28,6 +29,7 @@ typedef struct checker {
     size_t used_blocks, used_bytes, usable_bytes, large_blocks, spans, span_bytes;
     size_t free_span_blocks, free_span_bytes;
     size_t free_pages;
+    size_t resident_pages, held_pages; /* B5, over OS regions */
 } checker;
 
 __attribute__((format(printf, 2, 3))) static int fail(checker *c, const char *fmt, ...)
@@ -262,7 +264,7 @@ static int check_region_frame(checker *c, rp_region *r, const rp_region *prev)
     return 0;
 }
 
-/* D1..D5, B3, and the spans of a region. */
+/* D1..D5, B3, B5 (per block), and the spans of a region. */
 static int check_region(checker *c, rp_region *r)
 {
     rp_heap *h = c->h;
@@ -291,6 +293,16 @@ static int check_region(checker *c, rp_region *r)
             if (!ok)
                 return fail(c, "D2: page %p inside the block at %p has state %u npages %u",
                             (void *)rp_page_addr(r, t), (void *)addr, t->state, t->npages);
+        }
+        if (r->resident) {
+            size_t set = rp_resident_count(r->resident, i, n);
+            c->resident_pages += set;
+            if (d->state != RP_PAGE_FREE) {
+                c->held_pages += n;
+                if (set != n)
+                    return fail(c, "B5: block %p of %zu pages is in use but only %zu of its pages are marked resident",
+                                (void *)addr, n, set);
+            }
         }
         if (d->state == RP_PAGE_FREE) {
             uintptr_t page = first + i;
@@ -378,6 +390,9 @@ int rp_heap_check_locked(rp_heap *h, char *why, size_t len)
                  h->spans, h->span_bytes, h->large_blocks, c.spans, c.span_bytes, c.large_blocks);
         if (!c.failed && c.free_pages != h->pages.free_pages)
             fail(&c, "B4: regions hold %zu free pages, the page tier counts %zu", c.free_pages, h->pages.free_pages);
+        if (!c.failed && (c.resident_pages != h->pages.resident_pages || c.held_pages != h->pages.held_pages))
+            fail(&c, "B5: page tier counts %zu resident / %zu held pages, the regions have %zu / %zu",
+                 h->pages.resident_pages, h->pages.held_pages, c.resident_pages, c.held_pages);
         if (!c.failed && h->spare_span && !(h->spare_span->bits & RP_HDR_FREE))
             fail(&c, "H4: spare span block %p is not free", (void *)h->spare_span);
         if (!c.failed && rp_hook_check_heap(h, why, len))

@@ -80,7 +80,7 @@ static int heap_grow(rp_heap *h, size_t npages, unsigned align_order)
         need = (size_t)1 << align_order;
     size_t area = h->next_region_pages > need ? h->next_region_pages : need;
     for (;;) {
-        size_t bytes = (area << RP_PAGE_SHIFT) + rp_align_up(rp_region_meta_bytes(area), RP_PAGE_SIZE);
+        size_t bytes = (area << RP_PAGE_SHIFT) + rp_align_up(rp_region_os_meta_bytes(area), RP_PAGE_SIZE);
         if (!h->max_bytes || h->os_bytes + bytes <= h->max_bytes)
             break;
         /* Over the cap: fall back to the smallest region that serves this request. */
@@ -106,6 +106,25 @@ static int heap_grow(rp_heap *h, size_t npages, unsigned align_order)
     if (area == h->next_region_pages && (h->next_region_pages << (RP_PAGE_SHIFT + 1)) <= RP_MAX_REGION)
         h->next_region_pages <<= 1;
     return 0;
+}
+
+/* Gives the pages of the FREE block d of OS region r back to the OS, if any of them may be
+ * resident. */
+static void decommit_free_block(rp_heap *h, rp_region *r, rp_page *d)
+{
+    if (!rp_page_tier_block_resident(r, d))
+        return;
+    size_t bytes = (size_t)1 << (d->order + RP_PAGE_SHIFT);
+    if (rp_os_decommit((void *)rp_page_addr(r, d), bytes) != 0)
+        return;
+    h->os_released += bytes;
+    rp_page_tier_decommitted(&h->pages, r, d);
+}
+
+/* Is more free memory possibly resident than keep_bytes? */
+static int over_retention(const rp_heap *h, size_t keep_bytes)
+{
+    return (rp_page_tier_dirty(&h->pages) << RP_PAGE_SHIFT) > keep_bytes;
 }
 
 rp_page *rp_heap_take_pages(rp_heap *h, size_t npages, unsigned align_order)
@@ -146,14 +165,21 @@ static int release_region(rp_heap *h, rp_region *r)
 
 void rp_heap_give_pages(rp_heap *h, rp_region *r, rp_page *d, size_t npages)
 {
-    uintptr_t addr = rp_page_addr(r, d);
+    size_t first = rp_page_index(r, d);
     rp_page_tier_give(&h->pages, r, d, npages);
-    if ((h->pages.free_pages << RP_PAGE_SHIFT) <= h->retain_bytes)
+    if (!r->map_base || !over_retention(h, h->retain_bytes))
         return;
     if (release_region(h, r))
         return;
-    if (r->map_base && rp_os_decommit((void *)addr, npages << RP_PAGE_SHIFT) == 0)
-        h->os_released += npages << RP_PAGE_SHIFT;
+    /* Give back the free blocks the run now lies in (merged with its free buddies): a few
+     * blocks, each found in O(orders). */
+    for (size_t i = first; i < first + npages;) {
+        rp_page *f = rp_page_tier_free_head(r, i);
+        if (!f)
+            break; /* cannot happen: the run was just freed */
+        decommit_free_block(h, r, f);
+        i = rp_page_index(r, f) + ((size_t)1 << f->order);
+    }
 }
 
 size_t rp_heap_trim(rp_heap *h, size_t keep_bytes)
@@ -165,20 +191,13 @@ size_t rp_heap_trim(rp_heap *h, size_t keep_bytes)
     size_t before = h->os_released;
     for (rp_region *r = h->regions, *next; r; r = next) {
         next = r->next;
-        if ((h->pages.free_pages << RP_PAGE_SHIFT) <= keep_bytes)
-            break;
-        if (release_region(h, r))
+        if (!r->map_base || release_region(h, r))
             continue;
-        if (!r->map_base)
-            continue;
-        for (size_t i = 0; i < r->npages;) {
+        for (size_t i = 0; i < r->npages && over_retention(h, keep_bytes);) {
             rp_page *d = &r->pages[i];
             size_t n = (d->state == RP_PAGE_FREE || d->state == RP_PAGE_LARGE || d->state == RP_PAGE_SPAN) && d->npages ? d->npages : 1;
-            if (d->state == RP_PAGE_FREE && !(d->flags & RP_PAGEF_DECOMMITTED) &&
-                rp_os_decommit((void *)rp_page_addr(r, d), n << RP_PAGE_SHIFT) == 0) {
-                d->flags |= RP_PAGEF_DECOMMITTED;
-                h->os_released += n << RP_PAGE_SHIFT;
-            }
+            if (d->state == RP_PAGE_FREE)
+                decommit_free_block(h, r, d);
             i += n;
         }
     }

@@ -22,10 +22,11 @@ void *rp_large_alloc(rp_heap *h, size_t size, size_t align, size_t *usable)
     if (npages == 0)
         npages = 1;
     unsigned align_order = align > RP_PAGE_SIZE ? rp_fls(align) - RP_PAGE_SHIFT : 0;
+    uint64_t examined = h->pages.examined;
     rp_page *d = rp_heap_take_pages(h, npages, align_order);
+    rp_heap_count_examined(h, h->pages.examined - examined); /* whatever the block's size */
     if (!d)
         return NULL;
-    rp_heap_count_examined(h, 1); /* one list head of the page tier, whatever its size */
     d->state = RP_PAGE_LARGE;
     d->npages = (uint32_t)npages;
     d->align_log2 = (uint8_t)rp_fls(align);

@@ -1,6 +1,18 @@
 #include "page_tier.h"
 
 #include "bits.h"
+#include "resident.h"
+
+/* Pages [d, d + npages) of r leave the free lists for use: they become resident (B5). */
+static void hand_out(rp_page_tier *t, rp_region *r, rp_page *d, size_t npages)
+{
+    if (!r->resident)
+        return;
+    t->resident_pages += rp_resident_set(r->resident, rp_page_index(r, d), npages);
+    t->held_pages += npages;
+}
+
+static void give_free(rp_page_tier *t, rp_region *r, rp_page *d, size_t npages);
 
 static inline uintptr_t abs_page(const rp_region *r, const rp_page *d)
 {
@@ -42,7 +54,7 @@ void rp_page_tier_unlink(rp_page_tier *t, rp_page *d)
     d->u.free.next = d->u.free.prev = NULL;
 }
 
-rp_page *rp_page_tier_take(rp_page_tier *t, unsigned order)
+static rp_page *take_block(rp_page_tier *t, unsigned order)
 {
     if (order >= RP_ORDERS)
         return NULL;
@@ -51,6 +63,7 @@ rp_page *rp_page_tier_take(rp_page_tier *t, unsigned order)
         return NULL;
     unsigned k = rp_ctz(candidates);
     rp_page *d = t->lists[k];
+    t->examined++;
     rp_page_tier_unlink(t, d);
     /* Split down: the upper halves go back as free blocks of decreasing order. */
     while (k > order) {
@@ -63,6 +76,14 @@ rp_page *rp_page_tier_take(rp_page_tier *t, unsigned order)
     return d;
 }
 
+rp_page *rp_page_tier_take(rp_page_tier *t, unsigned order)
+{
+    rp_page *d = take_block(t, order);
+    if (d)
+        hand_out(t, d->region, d, (size_t)1 << order);
+    return d;
+}
+
 rp_page *rp_page_tier_take_run(rp_page_tier *t, size_t npages, unsigned align_order)
 {
     if (npages == 0 || npages > ((size_t)1 << 31))
@@ -70,7 +91,7 @@ rp_page *rp_page_tier_take_run(rp_page_tier *t, size_t npages, unsigned align_or
     unsigned order = rp_ceil_log2(npages);
     if (order < align_order)
         order = align_order;
-    rp_page *d = rp_page_tier_take(t, order);
+    rp_page *d = take_block(t, order);
     if (!d)
         return NULL;
     size_t block = (size_t)1 << order;
@@ -78,21 +99,23 @@ rp_page *rp_page_tier_take_run(rp_page_tier *t, size_t npages, unsigned align_or
     if (block > npages) {
         /* The head must not look free while its tail coalesces. */
         d->state = RP_PAGE_LARGE;
-        rp_page_tier_give(t, d->region, d + npages, block - npages);
+        give_free(t, d->region, d + npages, block - npages);
         d->state = RP_PAGE_NONE;
     }
+    hand_out(t, d->region, d, npages);
     return d;
 }
 
 /* Can the free block d (already known free) be extended forward to cover npages pages using
  * only free blocks? Returns the number of pages of the last block used, 0 if not. */
-static size_t run_extends(const rp_region *r, const rp_page *d, size_t npages)
+static size_t run_extends(rp_page_tier *t, const rp_region *r, const rp_page *d, size_t npages)
 {
     size_t pos = rp_page_index(r, d), end = pos + npages;
     for (int pieces = 0; pieces < RP_RUN_MAX_PIECES; pieces++) {
         if (pos >= r->npages)
             return 0;
         const rp_page *e = &r->pages[pos];
+        t->run_examined++;
         if (e->state != RP_PAGE_FREE)
             return 0;
         if (pos + e->npages >= end)
@@ -103,7 +126,7 @@ static size_t run_extends(const rp_region *r, const rp_page *d, size_t npages)
 }
 
 /* Takes the free blocks covering [first, first + npages) of r off the lists (run_extends
- * said they exist); the last block's overhang goes back. */
+ * said they exist) and hands the run out; the last block's overhang goes back. */
 static void unlink_run(rp_page_tier *t, rp_region *r, size_t first, size_t npages)
 {
     size_t pos = first, end = first + npages;
@@ -112,9 +135,10 @@ static void unlink_run(rp_page_tier *t, rp_region *r, size_t first, size_t npage
         size_t n = e->npages;
         rp_page_tier_unlink(t, e);
         if (pos + n > end)
-            rp_page_tier_give(t, r, &r->pages[end], pos + n - end);
+            give_free(t, r, &r->pages[end], pos + n - end);
         pos += n;
     }
+    hand_out(t, r, &r->pages[first], npages);
 }
 
 int rp_page_tier_claim(rp_page_tier *t, rp_region *r, size_t first, size_t npages)
@@ -122,7 +146,7 @@ int rp_page_tier_claim(rp_page_tier *t, rp_region *r, size_t first, size_t npage
     if (npages == 0 || first >= r->npages || npages > r->npages - first)
         return -1;
     rp_page *d = &r->pages[first];
-    if (d->state != RP_PAGE_FREE || !run_extends(r, d, npages))
+    if (d->state != RP_PAGE_FREE || !run_extends(t, r, d, npages))
         return -1;
     unlink_run(t, r, first, npages);
     return 0;
@@ -135,7 +159,7 @@ rp_page *rp_page_tier_take_run_assembled(rp_page_tier *t, size_t npages, unsigne
     unsigned top = rp_ceil_log2(npages);
     for (unsigned j = top; j-- > align_order;) {
         rp_page *d = t->lists[j];
-        if (!d || !run_extends(d->region, d, npages))
+        if (!d || !run_extends(t, d->region, d, npages))
             continue;
         unlink_run(t, d->region, rp_page_index(d->region, d), npages);
         d->npages = (uint32_t)npages;
@@ -167,7 +191,8 @@ static void give_block(rp_page_tier *t, rp_region *r, rp_page *d, unsigned order
     rp_page_tier_link(t, d, order);
 }
 
-void rp_page_tier_give(rp_page_tier *t, rp_region *r, rp_page *d, size_t npages)
+/* Links the free run [d, d + npages) into the lists (no change to what is held). */
+static void give_free(rp_page_tier *t, rp_region *r, rp_page *d, size_t npages)
 {
     while (npages > 0) {
         uintptr_t page = abs_page(r, d);
@@ -185,14 +210,26 @@ void rp_page_tier_give(rp_page_tier *t, rp_region *r, rp_page *d, size_t npages)
     }
 }
 
+void rp_page_tier_give(rp_page_tier *t, rp_region *r, rp_page *d, size_t npages)
+{
+    /* Its pages stay resident (their bits stay set): they are the heap's dirty memory now. */
+    if (r->resident)
+        t->held_pages -= npages;
+    give_free(t, r, d, npages);
+}
+
 void rp_page_tier_add_region(rp_page_tier *t, rp_region *r)
 {
+    if (r->resident)
+        t->resident_pages += rp_resident_count(r->resident, 0, r->npages);
     if (r->npages)
-        rp_page_tier_give(t, r, &r->pages[0], r->npages);
+        give_free(t, r, &r->pages[0], r->npages);
 }
 
 void rp_page_tier_remove_region(rp_page_tier *t, rp_region *r)
 {
+    if (r->resident)
+        t->resident_pages -= rp_resident_count(r->resident, 0, r->npages);
     for (size_t i = 0; i < r->npages;) {
         rp_page *d = &r->pages[i];
         size_t n = d->state == RP_PAGE_FREE ? d->npages : 1;
@@ -207,4 +244,33 @@ size_t rp_page_tier_largest(const rp_page_tier *t)
     if (!t->nonempty)
         return 0;
     return RP_PAGE_SIZE << rp_fls(t->nonempty);
+}
+
+rp_page *rp_page_tier_free_head(rp_region *r, size_t index)
+{
+    uintptr_t first = r->base >> RP_PAGE_SHIFT, page = first + index;
+    /* A free block of order k holding the page starts at the page rounded down to 2^k pages;
+     * only heads of free blocks have state FREE. */
+    for (unsigned k = 0; k < RP_ORDERS; k++) {
+        uintptr_t head = page & ~(((uintptr_t)1 << k) - 1);
+        if (head < first)
+            break;
+        rp_page *d = &r->pages[head - first];
+        if (d->state == RP_PAGE_FREE && d->order >= k && head + ((uintptr_t)1 << d->order) > page)
+            return d;
+    }
+    return NULL;
+}
+
+size_t rp_page_tier_block_resident(const rp_region *r, const rp_page *d)
+{
+    if (!r->resident)
+        return 0;
+    return rp_resident_count(r->resident, rp_page_index(r, d), (size_t)1 << d->order);
+}
+
+void rp_page_tier_decommitted(rp_page_tier *t, rp_region *r, rp_page *d)
+{
+    if (r->resident)
+        t->resident_pages -= rp_resident_clear(r->resident, rp_page_index(r, d), (size_t)1 << d->order);
 }

@@ -12,8 +12,15 @@
  *   B2  every block on list k is a FREE head of order k, and the list links are consistent
  *       (next->prev == self, the head's prev is NULL);
  *   B3  no free block's buddy is a free block of the same order (they would have merged);
- *   B4  free_pages is the sum of 2^k over all listed blocks; blocks[k] counts list k.
- * Every operation costs O(number of orders): no list is ever scanned. */
+ *   B4  free_pages is the sum of 2^k over all listed blocks; blocks[k] counts list k;
+ *   B5  resident_pages is the number of bits set in the resident bitmaps (resident.h) of all
+ *       OS regions; held_pages is the number of pages of OS regions outside FREE blocks, and
+ *       each of them has its bit set. So resident_pages - held_pages is the free memory that
+ *       may be resident: what the retention policy bounds (rp_page_tier_dirty).
+ * Every operation costs O(number of orders): no list is ever scanned. A search reads one free
+ * block (the head of the order its bitmaps point at); only the assembled-run fallback of a
+ * heap that cannot grow, and growing a block in place, read more (at most RP_RUN_MAX_PIECES
+ * per candidate). Handing out a run also sets its resident bits: one word per 64 pages. */
 #ifndef RP_PAGE_TIER_H
 #define RP_PAGE_TIER_H
 
@@ -30,10 +37,21 @@ typedef struct rp_page_tier {
     uint64_t nonempty;        /* B1 */
     size_t free_pages;        /* B4 */
     size_t blocks[RP_ORDERS]; /* B4 */
+    size_t resident_pages;    /* B5 */
+    size_t held_pages;        /* B5 */
+    uint64_t examined;        /* free blocks read by bitmap-directed searches, cumulative */
+    uint64_t run_examined;    /* free blocks read while extending runs, cumulative */
 } rp_page_tier;
 
+/* Free pages of OS regions that may be resident (B5). */
+static inline size_t rp_page_tier_dirty(const rp_page_tier *t)
+{
+    return t->resident_pages - t->held_pages;
+}
+
 /* Takes a free block of exactly 2^order pages, splitting a larger one if needed. The head's
- * state is left for the caller to set. NULL if no block of that order or above is free. */
+ * state is left for the caller to set. NULL if no block of that order or above is free.
+ * Every function that takes pages marks them resident (B5). */
 rp_page *rp_page_tier_take(rp_page_tier *t, unsigned order);
 
 /* Takes a run of npages pages whose first page is aligned to 2^align_order pages: a block
@@ -58,6 +76,17 @@ int rp_page_tier_claim(rp_page_tier *t, rp_region *r, size_t first, size_t npage
  * free lists: split into the largest naturally aligned blocks, each coalesced with its free
  * buddies. The run's head descriptor must already have been taken out of its former state. */
 void rp_page_tier_give(rp_page_tier *t, rp_region *r, rp_page *d, size_t npages);
+
+/* The FREE head of the free block holding page `index` of r, or NULL if that page is not
+ * free. O(number of orders): free blocks are naturally aligned. */
+rp_page *rp_page_tier_free_head(rp_region *r, size_t index);
+
+/* Free pages of the FREE block d that may be resident. */
+size_t rp_page_tier_block_resident(const rp_region *r, const rp_page *d);
+
+/* The pages of the FREE block d (in OS region r) were given back to the OS: none of them is
+ * resident any more. */
+void rp_page_tier_decommitted(rp_page_tier *t, rp_region *r, rp_page *d);
 
 /* Seeds the free lists with a new region's whole page area. */
 void rp_page_tier_add_region(rp_page_tier *t, rp_region *r);

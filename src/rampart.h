@@ -46,8 +46,10 @@ typedef struct rp_heap_config {
     size_t max_bytes;          /* cap on memory mapped from the OS; 0 = no cap. */
     size_t large_threshold;    /* requests of at least this many bytes are served as whole
                                   pages by the page tier; default 64 KiB, range 4 KiB..256 MiB. */
-    size_t retain_bytes;       /* free page-tier memory kept mapped before the rest goes back
-                                  to the OS (madvise / munmap); default 32 MiB. */
+    size_t retain_bytes;       /* free page-tier memory that may stay resident (pages freed
+                                  after use; fresh pages cost nothing and do not count) before
+                                  the rest goes back to the OS (madvise / munmap); default
+                                  32 MiB. */
     size_t region_bytes;       /* size of the first region mapped from the OS (later ones
                                   double, up to 256 MiB); default 4 MiB. */
     unsigned flags;            /* RP_HEAP_* */
@@ -82,8 +84,10 @@ rp_heap *rp_heap_of(const void *p);
 /* The heap's name (as given in its configuration, or "default"/"heap"). */
 const char *rp_heap_name(const rp_heap *h);
 
-/* Returns free page-tier memory beyond retain_bytes to the OS now (normally this happens as
- * blocks are freed). Returns the number of bytes released. */
+/* Returns free memory to the OS now (normally this happens as blocks are freed, beyond
+ * retain_bytes): unmaps every wholly free OS region, then gives back the pages of free
+ * page-tier blocks until at most keep_bytes of free memory may be resident. Returns the
+ * number of bytes released. */
 size_t rp_heap_trim(rp_heap *h, size_t keep_bytes);
 
 /* ------------------------------------------------------------------------------------------
@@ -94,7 +98,9 @@ size_t rp_heap_trim(rp_heap *h, size_t keep_bytes);
  * raised to 16). h NULL = the default heap. size 0 returns a unique, freeable minimum block.
  * The cost does not depend on the number of live or free blocks: bitmap searches
  * examine at most three free blocks (two list heads of the segregated-fit index, one of the
- * page tier). Returns NULL with EINVAL (align not a power of two) or ENOMEM. */
+ * page tier). Only a heap that cannot grow (caller memory, a cap) and has no aligned free
+ * block large enough reads more before it fails: it tries to assemble the run from adjacent
+ * free blocks, at most 64 per order. Returns NULL with EINVAL (align not a power of two) or ENOMEM. */
 void *rp_alloc(rp_heap *h, size_t size, size_t align);
 
 /* Like rp_alloc for n*size bytes, zero-filled. ENOMEM if n*size overflows. */
@@ -139,6 +145,8 @@ typedef struct rp_heap_stats {
     size_t spans;           /* spans currently in use by the small-block tier */
     size_t large_blocks;    /* live blocks served directly by the page tier */
     size_t page_free_bytes; /* free bytes held by the page tier (part of bytes_free) */
+    size_t page_dirty_bytes; /* part of page_free_bytes that may be resident (freed after
+                                use, not yet given back); what retain_bytes bounds */
     size_t regions;         /* regions (OS and caller) */
     size_t region_bytes;    /* usable bytes of all regions (page area) */
     size_t os_bytes;        /* bytes mapped from the OS now, control block included */

@@ -40,7 +40,7 @@ rp_region *rp_region_layout(void *mem, size_t len, uintptr_t area_base, size_t a
 rp_region *rp_region_map(size_t area_pages)
 {
     size_t area = area_pages << RP_PAGE_SHIFT;
-    size_t meta = rp_align_up(rp_region_meta_bytes(area_pages), RP_PAGE_SIZE);
+    size_t meta = rp_align_up(rp_region_os_meta_bytes(area_pages), RP_PAGE_SIZE);
     /* [metadata][page area]: the area is aligned to its own size so that buddy blocks up to
      * the whole area are naturally aligned; the metadata sits in the pages just below it. */
     void *map_base;
@@ -51,6 +51,8 @@ rp_region *rp_region_map(size_t area_pages)
     rp_region *r = rp_region_layout(p, meta, (uintptr_t)p + meta, area_pages);
     r->map_base = map_base;
     r->map_len = map_len;
+    /* Fresh OS memory reads as zero: no page is resident yet. */
+    r->resident = (uint64_t *)(void *)&r->pages[area_pages];
     return r;
 }
 

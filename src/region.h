@@ -65,7 +65,6 @@ typedef struct rp_page {
 _Static_assert(sizeof(rp_page) == 32, "page descriptor layout");
 
 enum {
-    RP_PAGEF_DECOMMITTED = 1, /* FREE head: its pages were given back with madvise */
     /* LARGE head: the block is live for the heap but sits in a malloc thread cache
      * (thread_cache.h). Set and cleared by the cache without the heap lock (relaxed atomic
      * byte stores; the heap writes a live block's descriptor only through its owner), and
@@ -93,13 +92,21 @@ typedef struct rp_region {
     struct rp_region *next, *prev; /* the heap's region list */
     uintptr_t mem_lo, mem_hi;      /* all memory the region occupies (for overlap checks) */
     struct rp_region *map_next;    /* the address map's list of registered regions */
+    uint64_t *resident;            /* OS regions: which pages may be resident (resident.h),
+                                      after the descriptors; NULL for caller memory */
     rp_page pages[];
 } rp_region;
 
-/* Bytes of metadata (header + descriptors) for a region of npages pages. */
+/* Bytes of metadata (header + descriptors) for a region of npages pages of caller memory. */
 static inline size_t rp_region_meta_bytes(size_t npages)
 {
     return sizeof(rp_region) + npages * sizeof(rp_page);
+}
+
+/* The same for an OS region, which also has a resident-page bitmap (resident.h). */
+static inline size_t rp_region_os_meta_bytes(size_t npages)
+{
+    return rp_region_meta_bytes(npages) + ((npages + 63) >> 6) * sizeof(uint64_t);
 }
 
 static inline uintptr_t rp_page_addr(const rp_region *r, const rp_page *d)

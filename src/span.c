@@ -224,10 +224,13 @@ void *rp_span_alloc(rp_heap *h, size_t size, size_t align, rp_fault *f)
     }
     if (!b) {
         size_t want = align <= RP_MIN_ALIGN ? need : need + align + RP_MIN_BLOCK;
+        uint64_t before = h->pages.examined;
         b = span_create(h, want);
-        if (!b)
+        examined += h->pages.examined - before; /* the page tier's free blocks read */
+        if (!b) {
+            rp_heap_count_examined(h, examined);
             return NULL;
-        examined++; /* the page tier's list head the span came from */
+        }
         rp_free_index_insert(&h->index, b);
         lead = align <= RP_MIN_ALIGN ? 0 : aligned_lead(b, align);
     }
@@ -297,12 +300,15 @@ size_t rp_span_alloc_run(rp_heap *h, size_t size, size_t align, void **out, size
         }
     }
     if (!b) {
+        uint64_t before = h->pages.examined;
         b = span_create(h, stride * n + extra);
         if (!b)
             b = span_create(h, stride + extra);
-        if (!b)
+        examined += h->pages.examined - before; /* the page tier's free blocks read */
+        if (!b) {
+            rp_heap_count_examined(h, examined);
             return 0;
-        examined++; /* the page tier's list head the span came from */
+        }
         rp_free_index_insert(&h->index, b);
     }
     rp_heap_count_examined(h, examined);

@@ -12,6 +12,7 @@ void rp_heap_stats_locked(rp_heap *h, struct rp_heap_stats *out)
     out->bytes_usable = h->bytes_usable;
     out->blocks_in_use = h->blocks_in_use;
     out->page_free_bytes = h->pages.free_pages << RP_PAGE_SHIFT;
+    out->page_dirty_bytes = rp_page_tier_dirty(&h->pages) << RP_PAGE_SHIFT;
     out->bytes_free = h->index.free_bytes + out->page_free_bytes;
     size_t page_blocks = 0;
     for (unsigned k = 0; k < RP_ORDERS; k++) {

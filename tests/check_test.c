@@ -149,6 +149,22 @@ int main(void)
     expect(f.h, "B2", "listed descriptor order");
     rp_heap_destroy(f.h);
 
+    f = make(); /* B5: the resident count disagrees with the bitmaps */
+    f.h->pages.resident_pages += 1;
+    expect(f.h, "B5", "resident page counter");
+    rp_heap_destroy(f.h);
+
+    f = make(); /* B5: a page of a live large block not marked resident */
+    {
+        rp_region *r = rp_pagemap_lookup(f.big1);
+        REQUIRE(r && r->resident);
+        size_t page = rp_page_index(r, rp_page_of(r, f.big1));
+        r->resident[page >> 6] &= ~((uint64_t)1 << (page & 63));
+        f.h->pages.resident_pages--;
+    }
+    expect(f.h, "B5", "live page not resident");
+    rp_heap_destroy(f.h);
+
     f = make(); /* B3: two free buddies left unmerged */
     {
         rp_page *d = rp_page_tier_take(&f.h->pages, 1);

@@ -1,7 +1,8 @@
-/* Memory goes back to the OS: above retain_bytes of free pages, freed runs are decommitted and
- * a wholly free OS region is unmapped; rp_heap_trim returns the rest on demand; destroy
+/* Memory goes back to the OS: above retain_bytes of dirty free pages (freed after use), freed
+ * runs are decommitted and a wholly free OS region is unmapped; fresh pages do not count; rp_heap_trim returns the rest on demand; destroy
  * returns everything. Measured with the OS module's counters (no timing). */
 #include <stdint.h>
+#include <string.h>
 
 #include "rampart.h"
 #include "src/os.h"
@@ -54,6 +55,44 @@ int main(void)
     CHECK(again != NULL);
     rp_free(again);
     rp_heap_destroy(k);
+
+    /* Fresh pages do not count against the limit: in a 64 MiB region with 2 MiB retained,
+     * freeing and reallocating 1 MiB of 64 KiB blocks a thousand times gives nothing back
+     * (counting every free page would decommit each block as it is freed). */
+    rp_heap_config big = {0};
+    big.region_bytes = (size_t)64 << 20;
+    big.retain_bytes = (size_t)2 << 20;
+    rp_heap *b = rp_heap_create(&big);
+    for (int round = 0; round < 1000; round++) {
+        for (int i = 0; i < 16; i++)
+            p[i] = rp_alloc(b, 64 << 10, 0);
+        for (int i = 0; i < 16; i++)
+            rp_free(p[i]);
+    }
+    rp_heap_stats(b, &st);
+    printf("churn in a fresh 64 MiB region: released %zu, dirty %zu of %zu free\n", st.os_released,
+           st.page_dirty_bytes, st.page_free_bytes);
+    CHECK(st.os_released == 0);
+    CHECK(st.page_dirty_bytes >= (size_t)1 << 20 && st.page_dirty_bytes <= big.retain_bytes);
+    CHECK(st.page_free_bytes > (size_t)32 << 20);
+    /* Freed memory beyond the limit does go back, down to the limit. */
+    for (int i = 0; i < 64; i++)
+        p[i] = rp_alloc(b, 256 << 10, 0); /* 16 MiB, written: really resident */
+    for (int i = 0; i < 64; i++)
+        memset(p[i], 1, 256 << 10);
+    for (int i = 0; i < 64; i++)
+        rp_free(p[i]);
+    rp_heap_stats(b, &st);
+    printf("16 MiB freed: released %zu, dirty %zu\n", st.os_released, st.page_dirty_bytes);
+    CHECK(st.os_released >= (size_t)12 << 20);
+    CHECK(st.page_dirty_bytes <= big.retain_bytes);
+    CHECK_HEAP(b);
+    /* trim(0) leaves nothing resident. */
+    rp_heap_trim(b, 0);
+    rp_heap_stats(b, &st);
+    CHECK(st.page_dirty_bytes == 0);
+    CHECK_HEAP(b);
+    rp_heap_destroy(b);
     rp_heap_destroy(h);
     CHECK(mapped() == base);
     TEST_MAIN_END();
