@@ -15,8 +15,11 @@
 #include "rampart_malloc.h"
 #include "secret.h"
 #include "thread_cache.h"
+#include "transfer_cache.h"
 
 static rp_heap *arenas[RP_MAX_ARENAS]; /* A1: atomic, set once */
+/* Their transfer caches (transfer_cache.h); memory the OS gives on first touch. */
+static rp_xfer arena_xfers[RP_MAX_ARENAS];
 static unsigned narenas = 1;
 static unsigned next_arena;            /* atomic round-robin counter */
 static pthread_mutex_t arenas_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -40,6 +43,17 @@ static unsigned usable_cpus(void)
     return n > 0 ? (unsigned)n : 1;
 }
 
+/* Each arena's transfer cache holds up to four thread caches' worth (none in the debug
+ * flavour, where nothing is cached). */
+static size_t transfer_cap(void)
+{
+#ifdef RAMPART_DEBUG
+    return 0;
+#else
+    return 4 * rp_options_get()->cache_bytes;
+#endif
+}
+
 /* Creates arena i with arenas_lock held. */
 static rp_heap *arena_create_locked(unsigned i)
 {
@@ -57,6 +71,8 @@ static rp_heap *arena_create_locked(unsigned i)
     /* Before publication (A1) and before the heap has written any header or region. */
     h->secret = arena_secret;
     h->flags |= RP_HEAP_MALLOC_ARENA;
+    rp_xfer_init(&arena_xfers[i], transfer_cap());
+    h->malloc_state = &arena_xfers[i];
     __atomic_store_n(&arenas[i], h, __ATOMIC_RELEASE);
     return h;
 }

@@ -64,6 +64,8 @@ struct rp_heap {
     uint64_t alloc_calls, free_calls, blocks_examined, max_examined;
 
     void *debug;               /* the debug runtime's per-heap state (debug flavour) */
+    void *malloc_state;        /* the malloc drop-in's per-arena state (transfer_cache.h), set
+                                  before the arena is published; NULL for other heaps */
     size_t control_len;        /* bytes mapped for this control block */
     struct rp_heap *all_next, *all_prev; /* list of all heaps */
 };

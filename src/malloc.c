@@ -29,6 +29,7 @@
 #include "span.h"
 #include "thread_cache.h"
 #include "tier.h"
+#include "transfer_cache.h"
 
 #define RP_NOINLINE __attribute__((noinline))
 
@@ -223,6 +224,10 @@ static RP_NOINLINE void free_slow(void *p)
     }
     rp_tcache *tc = rp_tc_self;
     if (r->heap->flags & RP_HEAP_MALLOC_ARENA) {
+        /* A thread that only frees (a consumer) gets a cache too, so its frees flush in
+         * batches to the blocks' arenas instead of each taking a heap lock. */
+        if (!tc)
+            tc = rp_tc_get_slow();
         rp_page *d = rp_page_of(r, p);
         if (((uintptr_t)p & (RP_PAGE_SIZE - 1)) == 0 && free_page_block(tc, r, p))
             return;
@@ -439,8 +444,14 @@ int malloc_trim(size_t pad)
     size_t released = 0;
     for (unsigned i = 0; i < RP_MAX_ARENAS; i++) {
         rp_heap *h = rp_arena_get(i);
-        if (h)
-            released += rp_heap_trim(h, pad);
+        if (!h)
+            continue;
+        if (rp_xfer_of(h)) {
+            int saved = errno;
+            rp_xfer_drain(rp_xfer_of(h), h);
+            errno = saved;
+        }
+        released += rp_heap_trim(h, pad);
     }
     return released > 0;
 }

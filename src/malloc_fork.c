@@ -5,17 +5,20 @@
 #include "arena.h"
 #include "heap.h"
 #include "thread_cache.h"
+#include "transfer_cache.h"
 
 static void fork_prepare(void)
 {
     rp_arena_fork_prepare();
     rp_tc_fork_prepare();
+    rp_xfer_fork_prepare();
     rp_heaps_fork_prepare();
 }
 
 static void fork_parent(void)
 {
     rp_heaps_fork_parent();
+    rp_xfer_fork_parent();
     rp_tc_fork_parent();
     rp_arena_fork_parent();
 }
@@ -23,6 +26,7 @@ static void fork_parent(void)
 static void fork_child(void)
 {
     rp_heaps_fork_child();
+    rp_xfer_fork_child();
     rp_tc_fork_child();
     rp_arena_fork_child();
 }

@@ -13,6 +13,7 @@
 #include "malloc_stats.h"
 #include "rampart_malloc.h"
 #include "thread_cache.h"
+#include "transfer_cache.h"
 
 extern uint64_t rp_malloc_foreign_frees; /* malloc.c */
 
@@ -141,6 +142,9 @@ void rp_malloc_stats_print(rp_malloc_write_fn emit, void *arg)
     out(emit, arg, "  cache refills %llu, flushes %llu; arenas %zu of %u; foreign frees ignored %llu; %s mapped by rampart\n",
         (unsigned long long)ms.refills, (unsigned long long)ms.flushes, ms.arenas, rp_arena_count(),
         (unsigned long long)ms.foreign_frees, human(total.os_bytes, c, sizeof c));
+    out(emit, arg, "  transfer caches: holding %s (counted in use above); batches in %llu, out %llu\n",
+        human(ms.transfer_bytes, a, sizeof a), (unsigned long long)ms.transfer_puts,
+        (unsigned long long)ms.transfer_takes);
 }
 
 int rp_malloc_stats(rp_malloc_stats_t *o)
@@ -162,6 +166,7 @@ int rp_malloc_stats(rp_malloc_stats_t *o)
     rp_tc_totals(&o->thread_caches, &o->cached_bytes, &o->refills, &o->flushes);
     o->cache_bytes_limit = rp_tc_cap();
     o->foreign_frees = __atomic_load_n(&rp_malloc_foreign_frees, __ATOMIC_RELAXED);
+    rp_xfer_totals(&o->transfer_bytes, &o->transfer_puts, &o->transfer_takes);
     return 0;
 }
 
@@ -180,6 +185,8 @@ int rp_malloc_check(char *why, size_t len)
     for (unsigned i = 0; i < RP_MAX_ARENAS; i++) {
         rp_heap *h = rp_arena_get(i);
         if (h && rp_heap_check(h, why, len) != 0)
+            return 1;
+        if (h && rp_xfer_of(h) && rp_xfer_check(rp_xfer_of(h), h, why, len) != 0)
             return 1;
     }
     rp_tcache *tc = rp_tc_self;

@@ -31,7 +31,8 @@ typedef void (*rp_malloc_write_fn)(void *arg, const char *text);
 
 /* Prints human-readable statistics: one block per heap (arenas, the default heap and any
  * heap the program created: bytes in use, free, mapped from the OS and its peak, calls),
- * the thread caches (how many, bytes cached, refills, flushes) and totals.
+ * the thread caches (how many, bytes cached, refills, flushes), the transfer caches and
+ * totals.
  * write NULL prints to stderr. Never allocates from the heaps it reports on. */
 void rp_malloc_stats_print(rp_malloc_write_fn write, void *arg);
 
@@ -46,6 +47,10 @@ typedef struct rp_malloc_stats {
     uint64_t refills;         /* cache refills from the arenas (one lock each) */
     uint64_t flushes;         /* cache flushes to the arenas (one lock per heap touched) */
     uint64_t foreign_frees;   /* free() of pointers rampart never returned, ignored */
+    size_t transfer_bytes;    /* bytes of blocks in the arenas' transfer caches (batches
+                                 flushed by one thread, waiting for their arena's threads) */
+    uint64_t transfer_puts;   /* batches flushed into transfer caches */
+    uint64_t transfer_takes;  /* batches refilled from them (no heap lock) */
 } rp_malloc_stats_t;
 
 /* Fills *out. Cache counters of other threads are read without stopping them, so they are a
@@ -55,8 +60,9 @@ int rp_malloc_stats(rp_malloc_stats_t *out);
 /* Returns every block in the calling thread's cache to its heap. */
 void rp_malloc_thread_flush(void);
 
-/* Checks every arena with rp_heap_check and the calling thread's cache (each cached block is
- * a live block of an arena with an intact cache link and key; counts and bytes add up).
+/* Checks every arena with rp_heap_check and its transfer cache, and the calling thread's
+ * cache (each cached block is a live block of an arena with an intact cache link and key;
+ * counts and bytes add up).
  * Returns 0, or non-zero with a message in why (truncated to len bytes). */
 int rp_malloc_check(char *why, size_t len);
 

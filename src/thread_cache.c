@@ -16,6 +16,7 @@
 #include "report.h"
 #include "secret.h"
 #include "tier.h"
+#include "transfer_cache.h"
 
 __thread rp_tcache *rp_tc_self __attribute__((tls_model("initial-exec")));
 
@@ -165,8 +166,46 @@ void *rp_tc_corrupt(rp_tcache *tc, unsigned c, const void *at)
     return NULL;
 }
 
-/* Takes the blocks after the first `keep` (the oldest ones) out of bin c, clears their tags
- * and returns them to their heaps. */
+/* Returns blocks flushed from class bin c (their tags still set) to their arenas: each
+ * arena's share goes to its transfer cache as one batch when it has room; otherwise (and
+ * for any other heap) the tags are cleared and the blocks freed, one rp_free_batch per heap. */
+static void release_flushed(uint64_t key, unsigned c, void **ptrs, size_t *sizes, size_t n)
+{
+    while (n) {
+        rp_heap *h = rp_pagemap_lookup(ptrs[0])->heap;
+        size_t k = 0, bytes = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (rp_pagemap_lookup(ptrs[i])->heap != h)
+                continue;
+            void *t = ptrs[i];
+            size_t ts = sizes[i];
+            ptrs[i] = ptrs[k];
+            sizes[i] = sizes[k];
+            ptrs[k] = t;
+            sizes[k++] = ts;
+            bytes += ts;
+        }
+        rp_xfer *x = rp_xfer_of(h);
+        int kept = 0;
+        if (x) {
+            for (size_t i = 0; i < k; i++)
+                ((uint64_t *)ptrs[i])[0] = (uint64_t)(uintptr_t)(i + 1 < k ? ptrs[i + 1] : NULL) ^ key;
+            rp_xfer_batch b = {ptrs[0], (uint32_t)k, (uint32_t)bytes};
+            kept = rp_xfer_put(x, c, &b);
+        }
+        if (!kept) {
+            for (size_t i = 0; i < k; i++)
+                ((uint64_t *)ptrs[i])[1] = 0; /* T4 */
+            rp_free_batch(h, ptrs, k);
+        }
+        ptrs += k;
+        sizes += k;
+        n -= k;
+    }
+}
+
+/* Takes the blocks after the first `keep` (the oldest ones) out of bin c and returns them
+ * to their arenas (release_flushed). */
 static void flush_tail(rp_tcache *tc, unsigned c, uint32_t keep)
 {
     rp_tc_bin *bin = &tc->bins[c];
@@ -174,6 +213,7 @@ static void flush_tail(rp_tcache *tc, unsigned c, uint32_t keep)
         return;
     uint64_t key = tc->key;
     void *ptrs[RP_TC_LIMIT_MAX];
+    size_t sizes[RP_TC_LIMIT_MAX];
     uint64_t *cut = NULL; /* last kept block */
     uint64_t *w = bin->head;
     for (uint32_t i = 1; i < keep; i++)
@@ -184,17 +224,25 @@ static void flush_tail(rp_tcache *tc, unsigned c, uint32_t keep)
     }
     size_t n = 0, bytes = 0;
     while (n < bin->count - keep && n < RP_TC_LIMIT_MAX) {
+        uint64_t *bad = NULL;
+        size_t size = 0;
+        uintptr_t next = 0;
         if (!w) {
-            rp_tc_corrupt(tc, c, cut);
+            bad = cut;
+        } else {
+            size = (size_t)(w[1] ^ key ^ (uint64_t)(uintptr_t)w);
+            next = (uintptr_t)(w[0] ^ key);
+            if ((size & (RP_GRANULE - 1)) || size > RP_TC_MAX_CACHED_BLOCK || (next & (RP_GRANULE - 1)))
+                bad = w;
+        }
+        if (bad) {
+            /* The blocks taken so far stay allocated (nothing damaged is followed), untagged. */
+            for (size_t i = 0; i < n; i++)
+                ((uint64_t *)ptrs[i])[1] = 0;
+            rp_tc_corrupt(tc, c, bad);
             return;
         }
-        size_t size = (size_t)(w[1] ^ key ^ (uint64_t)(uintptr_t)w);
-        uintptr_t next = (uintptr_t)(w[0] ^ key);
-        if ((size & (RP_GRANULE - 1)) || size > RP_TC_MAX_CACHED_BLOCK || (next & (RP_GRANULE - 1))) {
-            rp_tc_corrupt(tc, c, w);
-            return;
-        }
-        w[1] = 0; /* T4 */
+        sizes[n] = size;
         ptrs[n++] = w;
         bytes += size;
         w = (uint64_t *)next;
@@ -206,7 +254,7 @@ static void flush_tail(rp_tcache *tc, unsigned c, uint32_t keep)
     bin->count = keep;
     __atomic_store_n(&tc->bytes, tc->bytes - bytes, __ATOMIC_RELAXED);
     __atomic_store_n(&tc->flushes, tc->flushes + 1, __ATOMIC_RELAXED);
-    release_blocks(ptrs, n);
+    release_flushed(key, c, ptrs, sizes, n);
 }
 
 /* Takes the oldest blocks (all but the `keep` on top) out of page bin i, clears their
@@ -324,6 +372,18 @@ void *rp_tc_refill(rp_tcache *tc, unsigned c, size_t size, size_t align)
      * refilled in batches. */
     if (rp_wants_pages(tc->arena, cs - RP_USER_OFFSET - RP_HOOK_SUFFIX, align))
         return rp_alloc(tc->arena, size, align);
+    /* A batch that other threads flushed back to this thread's arena: O(1), no heap lock.
+     * Any block of the class fits a request of the minimum alignment. */
+    rp_xfer *x = rp_xfer_of(tc->arena);
+    rp_xfer_batch b;
+    if (x && bin->count == 0 && align <= RP_MIN_ALIGN && tc->bytes <= tc->cap &&
+        rp_xfer_take(x, c, bin->limit, tc->cap - tc->bytes, &b)) {
+        bin->head = b.head;
+        bin->count = b.count;
+        __atomic_store_n(&tc->bytes, tc->bytes + b.bytes, __ATOMIC_RELAXED);
+        __atomic_store_n(&tc->refills, tc->refills + 1, __ATOMIC_RELAXED);
+        return rp_tc_pop(tc, c);
+    }
     size_t n = bin->limit / 2;
     if (n > RP_TC_BATCH_MAX)
         n = RP_TC_BATCH_MAX;

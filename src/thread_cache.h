@@ -5,8 +5,9 @@
  * and the heap counters see it as allocated): the cache only remembers it. A block enters a
  * cache when a thread frees it (whichever thread allocated it, from whichever arena) or in a
  * refill batch (rp_alloc_batch: one lock for many blocks); it leaves when malloc hands it out
- * or in a flush (rp_free_batch: one lock per heap). Cross-thread frees therefore need no
- * protocol: the freeing thread caches the block and, on flush, returns it to its own heap.
+ * or in a flush (one batch per arena to its transfer cache, transfer_cache.h, or
+ * rp_free_batch: one lock per heap). Cross-thread frees therefore need no protocol: the
+ * freeing thread caches the block and, on flush, returns it to its own arena.
  *
  * Two kinds of bins:
  *   class bins (bins[c]): span blocks by size class (size_class.h), in a list threaded
@@ -30,8 +31,9 @@
  *       with RP_PAGEF_CACHED set; no block is cached twice;
  *   T2  bins[c].count is the length of bin c's list; every bin's count <= its limit;
  *   T3  bytes is the sum of the cached blocks' sizes, and bytes <= cap;
- *   T4  a block outside every cache carries neither its tag nor RP_PAGEF_CACHED (malloc
- *       clears them when it hands a block out, a flush before the block goes back).
+ *   T4  a block outside every cache (thread caches and the arenas' transfer caches,
+ *       transfer_cache.h) carries neither its tag nor RP_PAGEF_CACHED (malloc clears them
+ *       when it hands a block out, a flush before the block goes back to its heap).
  * Bounded memory: a thread holds at most cap bytes (option cache_bytes); an exiting thread's
  * cache goes back to the heaps (pthread key destructor); after fork(), the child keeps only
  * the forking thread's cache (the others' blocks stay allocated: their threads are gone and

@@ -1,0 +1,142 @@
+/* Transfer caches (src/transfer_cache.h): blocks one thread allocates and another frees come
+ * back to the allocating thread's arena as whole batches, and its next allocations take them
+ * from there without touching the heap; their blocks still count as cached (a double free
+ * is reported), rp_malloc_check verifies X1..X3 and names damage, malloc_trim gives them
+ * back. Linked statically with the drop-in, white-box. */
+#define _GNU_SOURCE
+#include <malloc.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "rampart.h"
+#include "rampart_malloc.h"
+#include "src/heap.h"
+#include "src/thread_cache.h"
+#include "src/transfer_cache.h"
+#include "testing.h"
+
+#define N 3000
+#define SIZE 100
+
+static void *blocks[N];
+static size_t sizes[N]; /* block sizes, read while the blocks are live */
+
+static void *free_all(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < N; i++)
+        free(blocks[i]);
+    return NULL; /* the thread's cache goes back at exit */
+}
+
+static int reports[RP_ERR_KIND_COUNT];
+static void count_report(const rp_report *r, void *arg)
+{
+    (void)arg;
+    reports[r->kind]++;
+}
+
+/* 1 if blocks[i] carries the cache tag, i.e. sits in some cache or transfer batch. */
+static int tagged(int i)
+{
+    return ((uint64_t *)blocks[i])[1] == rp_tc_tag(rp_tc_key(), blocks[i], sizes[i]);
+}
+
+static void check_malloc(const char *what)
+{
+    char why[256];
+    CHECKF(rp_malloc_check(why, sizeof why) == 0, "%s: %s", what, why);
+}
+
+int main(void)
+{
+    for (int i = 0; i < N; i++) {
+        blocks[i] = malloc(SIZE);
+        REQUIRE(blocks[i]);
+        sizes[i] = rp_usable_size(blocks[i]) + RP_USER_OFFSET;
+    }
+    rp_heap *arena = rp_heap_of(blocks[0]);
+    REQUIRE(arena && rp_xfer_of(arena));
+    rp_malloc_stats_t st0, st1, st2;
+    REQUIRE(rp_malloc_stats(&st0) == 0);
+
+    /* Another thread frees them all: its bin overflows and it exits. */
+    pthread_t t;
+    REQUIRE(pthread_create(&t, NULL, free_all, NULL) == 0);
+    REQUIRE(pthread_join(t, NULL) == 0);
+    REQUIRE(rp_malloc_stats(&st1) == 0);
+    printf("after the other thread: transfer %zu bytes, batches in %llu; flushes %llu -> %llu\n", st1.transfer_bytes,
+           (unsigned long long)st1.transfer_puts, (unsigned long long)st0.flushes, (unsigned long long)st1.flushes);
+    CHECK(st1.transfer_puts > st0.transfer_puts);
+    CHECK(st1.transfer_bytes > 0 && st1.transfer_bytes <= rp_xfer_of(arena)->cap);
+    check_malloc("after the cross-thread frees");
+
+    /* A block waiting in a transfer batch is cached: freeing it again is a double free. */
+    int in_batch = -1;
+    for (int i = 0; i < N && in_batch < 0; i++)
+        if (tagged(i))
+            in_batch = i;
+    REQUIRE(in_batch >= 0);
+    void *old_arg;
+    rp_report_fn old = rp_set_report_fn(count_report, NULL, &old_arg);
+    free(blocks[in_batch]);
+    CHECK(reports[RP_ERR_DOUBLE_FREE] == 1);
+    rp_set_report_fn(old, old_arg, NULL);
+    check_malloc("after the double free");
+
+    /* Damage is named: a batch whose count disagrees with its list. */
+    rp_xfer *x = rp_xfer_of(arena);
+    int damaged = 0;
+    for (unsigned c = 0; c < RP_TC_CLASSES && !damaged; c++) {
+        if (x->n[c]) {
+            x->slot[c][0].count++;
+            char why[256];
+            CHECK(rp_malloc_check(why, sizeof why) != 0 && strncmp(why, "X1", 2) == 0);
+            x->slot[c][0].count--;
+            x->bytes += 16;
+            CHECK(rp_malloc_check(why, sizeof why) != 0 && strncmp(why, "X3", 2) == 0);
+            x->bytes -= 16;
+            damaged = 1;
+        }
+    }
+    CHECK(damaged);
+    check_malloc("after the damage was put back");
+
+    /* This thread allocates again: batches come back from its arena's transfer cache, the
+     * heap hands out far fewer blocks than were asked for, and the old blocks are reused. */
+    rp_heap_stats_t h0, h1;
+    rp_heap_stats(arena, &h0);
+    void *again[N];
+    int reused = 0;
+    for (int i = 0; i < N; i++) {
+        again[i] = malloc(SIZE);
+        REQUIRE(again[i]);
+        CHECK(((uint64_t *)again[i])[1] != rp_tc_tag(rp_tc_key(), again[i], rp_usable_size(again[i]) + RP_USER_OFFSET));
+        for (int j = 0; j < N; j++)
+            if (again[i] == blocks[j]) {
+                reused++;
+                break;
+            }
+    }
+    rp_heap_stats(arena, &h1);
+    REQUIRE(rp_malloc_stats(&st2) == 0);
+    printf("reallocating %d blocks: %llu came from the heap, %d reused, batches out %llu\n", N,
+           (unsigned long long)(h1.alloc_calls - h0.alloc_calls), reused,
+           (unsigned long long)(st2.transfer_takes - st1.transfer_takes));
+    CHECK(st2.transfer_takes > st1.transfer_takes);
+    /* Every block that waited in the transfer cache was served without the heap. */
+    CHECK(h1.alloc_calls - h0.alloc_calls <= N - st1.transfer_bytes / sizes[0]);
+    CHECK(reused > N / 2);
+    check_malloc("after the reallocation");
+    for (int i = 0; i < N; i++)
+        free(again[i]);
+
+    /* malloc_trim gives every batch back to its heap. */
+    rp_malloc_thread_flush();
+    malloc_trim(0);
+    REQUIRE(rp_malloc_stats(&st2) == 0);
+    CHECK(st2.transfer_bytes == 0);
+    check_malloc("after malloc_trim");
+    TEST_MAIN_END();
+}
