@@ -131,10 +131,18 @@ static void test_realloc(void)
     CHECK(a2 == a);
     CHECK(filled(a2, 100, 1));
     CHECK_HEAP(h);
-    /* Shrink in place. */
+    /* Shrink in place: the tail goes back to free space at once. */
+    rp_heap_stats_t before_shrink, after_shrink;
+    rp_heap_stats(h, &before_shrink);
     unsigned char *a3 = rp_realloc(h, a2, 50);
+    rp_heap_stats(h, &after_shrink);
     CHECK(a3 == a2);
     CHECK(filled(a3, 50, 1));
+    CHECK(rp_usable_size(a3) < 900);
+    CHECKF(after_shrink.bytes_in_use < before_shrink.bytes_in_use &&
+               after_shrink.bytes_free - before_shrink.bytes_free == before_shrink.bytes_in_use - after_shrink.bytes_in_use,
+           "in use %zu -> %zu, free %zu -> %zu", before_shrink.bytes_in_use, after_shrink.bytes_in_use,
+           before_shrink.bytes_free, after_shrink.bytes_free);
     CHECK_HEAP(h);
     /* Move when the neighbour is used; alignment is kept. */
     unsigned char *x = rp_alloc(h, 300, 256);
@@ -248,6 +256,35 @@ static void test_errors(void)
     rp_heap_destroy(h);
 }
 
+/* The large-block threshold is the heap's to choose: at 16 KiB, a 20 KiB request is a
+ * page-tier block (no header, whole pages), a 12 KiB one a span block. */
+static void test_large_threshold(void)
+{
+    rp_heap_config cfg = {0};
+    cfg.large_threshold = 16 << 10;
+    rp_heap *h = rp_heap_create(&cfg);
+    REQUIRE(h);
+    rp_heap_stats_t st;
+    void *big = rp_alloc(h, 20 << 10, 0);
+    void *small = rp_alloc(h, 12 << 10, 0);
+    REQUIRE(big && small);
+    rp_heap_stats(h, &st);
+    CHECK(st.large_blocks == 1 && st.spans == 1);
+    CHECK(((uintptr_t)big & 4095) == 0 && rp_usable_size(big) >= (20u << 10));
+    CHECK(((uintptr_t)small & 4095) != 0);
+    /* The default heap keeps a 20 KiB request in a span. */
+    rp_heap *d = rp_heap_create(NULL);
+    void *mid = rp_alloc(d, 20 << 10, 0);
+    rp_heap_stats(d, &st);
+    CHECK(mid && st.large_blocks == 0 && st.spans == 1);
+    rp_free(big);
+    rp_free(small);
+    rp_free(mid);
+    CHECK_HEAP(h);
+    rp_heap_destroy(h);
+    rp_heap_destroy(d);
+}
+
 static void test_default_heap(void)
 {
     void *p = rp_alloc(NULL, 123, 0);
@@ -266,6 +303,7 @@ int main(void)
     test_realloc();
     test_walk_and_stats();
     test_errors();
+    test_large_threshold();
     test_default_heap();
     TEST_MAIN_END();
 }

@@ -167,6 +167,9 @@ int main(void)
 
     uint64_t next_id = 1, ooms = 0, in_place = 0;
     for (uint64_t op = 0; op < ops && test_failures == 0; op++) {
+        /* Every 1000 operations, whatever the last one did (an out-of-memory included). */
+        if (op % 1000 == 0 && op)
+            CHECK_HEAP(h);
         unsigned kind = (unsigned)rng_below(&rng, 100);
         if (nlive == MAX_LIVE || (nlive > 0 && kind < 40)) {
             /* free */
@@ -201,8 +204,11 @@ int main(void)
             size_t size = random_size(&rng);
             size_t align = random_align(&rng);
             int zeroed = kind >= 90;
+            /* calloc as n elements of size / n bytes (n = 1..4) */
+            size_t n = zeroed ? 1 + (size_t)rng_below(&rng, 4) : 1;
+            size = size / n * n;
             errno = 0;
-            unsigned char *p = zeroed ? rp_calloc(h, 1, size, align) : rp_alloc(h, size, align);
+            unsigned char *p = zeroed ? rp_calloc(h, n, size / n, align) : rp_alloc(h, size, align);
             if (!p) {
                 CHECKF(errno == ENOMEM, "op %llu: alloc failed with errno %d", (unsigned long long)op, errno);
                 ooms++;
@@ -219,8 +225,6 @@ int main(void)
             fill(&b);
             CHECK(insert_checked(b, op));
         }
-        if (op % 1000 == 999)
-            CHECK_HEAP(h);
         if (getenv("RP_TRACE") && op % 50000 == 0) {
             rp_heap_stats_t t;
             rp_heap_stats(h, &t);

@@ -1,6 +1,6 @@
 /* Release is untouched by the debug flavour: 16-byte headers, user pointers 16 bytes after
  * the block start, minimum blocks of 32 bytes, large blocks without a lead page, no hook
- * linked in, and rp_usable_size reporting the rounded size. */
+ * linked in, rp_usable_size reporting the rounded size, and free leaving memory as it was. */
 #include <stdint.h>
 #include <string.h>
 
@@ -45,6 +45,25 @@ int main(void)
     REQUIRE(page && ((uintptr_t)page & 4095) == 0);
     rp_heap_stats(h, &after);
     CHECK(after.bytes_in_use - before.bytes_in_use == 4096 && rp_usable_size(page) == 4096);
+    CHECK_HEAP(h);
+
+    /* free is O(1) in release: it does not clear the block (DPDK's zero-fills it). A freed
+     * span block keeps everything past its free-list links; a freed large block all of it. */
+    unsigned char *blk = rp_alloc(h, 1000, 0), *guard = rp_alloc(h, 16, 0);
+    REQUIRE(blk && guard);
+    memset(blk, 0xa5, 1000);
+    rp_free(blk);
+    size_t kept = 0;
+    for (size_t k = sizeof(rp_free_links); k < 1000; k++)
+        kept += blk[k] == 0xa5;
+    CHECKF(kept == 1000 - sizeof(rp_free_links), "free changed %zu bytes of a freed block", 1000 - sizeof(rp_free_links) - kept);
+    memset(page, 0x5a, 4096);
+    rp_free(page);
+    size_t kept_page = 0;
+    for (size_t k = 0; k < 4096; k++)
+        kept_page += (unsigned char)page[k] == 0x5a;
+    CHECK(kept_page == 4096);
+    rp_free(guard);
     CHECK_HEAP(h);
     rp_heap_destroy(h);
     TEST_MAIN_END();
