@@ -104,7 +104,8 @@ static void start_signal_dumps(int sig)
         say("dump_signal=", num + k, " cannot be handled; signal dumps are off");
         return;
     }
-    if (!(old.sa_flags & SA_SIGINFO) && old.sa_handler != SIG_DFL && old.sa_handler != SIG_IGN) {
+    /* The program's own handler (either kind) stays: dumps on this signal are off. */
+    if ((old.sa_flags & SA_SIGINFO) || (old.sa_handler != SIG_DFL && old.sa_handler != SIG_IGN)) {
         say("dump_signal=", num + k, " already has a handler; signal dumps are off");
         return;
     }

@@ -224,6 +224,63 @@ static int have_symbolizer(void)
     return access("/usr/bin/llvm-symbolizer", X_OK) == 0 || access("/usr/bin/addr2line", X_OK) == 0;
 }
 
+/* The build-id readelf sees in this executable, as hex; "" if readelf is not there. */
+static void readelf_build_id(char *hex, size_t len)
+{
+    hex[0] = 0;
+    char exe[4096], cmd[4200];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0)
+        return;
+    exe[n] = 0;
+    snprintf(cmd, sizeof cmd, "readelf -n '%s' 2>/dev/null", exe);
+    FILE *f = popen(cmd, "r");
+    if (!f)
+        return;
+    char line[256];
+    while (fgets(line, sizeof line, f)) {
+        const char *at = strstr(line, "Build ID: ");
+        if (at && sscanf(at + 10, "%127[0-9a-f]", hex) == 1 && strlen(hex) < len)
+            break;
+        hex[0] = 0;
+    }
+    pclose(f);
+}
+
+/* A real dump records this executable's mapping with its build-id (what lets rpdump tell a
+ * rebuilt binary from the one that ran), equal to the one in the ELF file. */
+static void test_build_id_recorded(void)
+{
+    rp_heap *h = rp_heap_create(NULL);
+    REQUIRE(marker_allocation_site(h));
+    const char *real = tmp_path("buildid.rpd");
+    int fd = open(real, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    REQUIRE(fd >= 0 && rp_heap_dump(h, fd) == 0);
+    close(fd);
+    rp_heap_destroy(h);
+    size_t len;
+    uint8_t *buf = read_file(real, &len);
+    REQUIRE(buf);
+    rpd_source src;
+    rpd_source_memory(&src, buf, len);
+    static rpd_dump d;
+    rpd_error err = {0, ""};
+    REQUIRE(rpd_open(&d, &src, 0, &err) == 0);
+    const rpd_mapping_info *mi = rpd_mapping_of(&d, (uint64_t)(uintptr_t)main + 8);
+    REQUIRE(mi);
+    CHECKF(mi->m.build_id_len >= 8, "the executable's mapping has a %u-byte build-id", (unsigned)mi->m.build_id_len);
+    char want[128], have[129] = "";
+    readelf_build_id(want, sizeof want);
+    for (unsigned i = 0; i < mi->m.build_id_len && 2 * i + 2 < sizeof have; i++)
+        snprintf(have + 2 * i, 3, "%02x", mi->build_id[i]);
+    if (want[0])
+        CHECKF(strcmp(want, have) == 0, "dump build-id %s, readelf says %s", have, want);
+    else
+        printf("no readelf: build-id recorded (%s), not compared\n", have);
+    rpd_close(&d);
+    free(buf);
+}
+
 static void test_symbolize(void)
 {
     if (!have_symbolizer()) {
@@ -325,6 +382,7 @@ int main(int argc, char **argv)
     rpdump_path = argv[1];
     test_sites();
     test_diff();
+    test_build_id_recorded();
     test_symbolize();
     test_diff_live_heap();
     TEST_MAIN_END();
