@@ -247,13 +247,13 @@ static void readelf_build_id(char *hex, size_t len)
     pclose(f);
 }
 
-/* A real dump records this executable's mapping with its build-id (what lets rpdump tell a
- * rebuilt binary from the one that ran), equal to the one in the ELF file. */
-static void test_build_id_recorded(void)
+/* Dumps a heap holding a block from marker_allocation_site to tmp/NAME and opens it in d;
+ * returns the file's bytes (free them after rpd_close). */
+static uint8_t *open_real_dump(const char *name, rpd_dump *d)
 {
     rp_heap *h = rp_heap_create(NULL);
     REQUIRE(marker_allocation_site(h));
-    const char *real = tmp_path("buildid.rpd");
+    const char *real = tmp_path(name);
     int fd = open(real, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     REQUIRE(fd >= 0 && rp_heap_dump(h, fd) == 0);
     close(fd);
@@ -263,9 +263,17 @@ static void test_build_id_recorded(void)
     REQUIRE(buf);
     rpd_source src;
     rpd_source_memory(&src, buf, len);
-    static rpd_dump d;
     rpd_error err = {0, ""};
-    REQUIRE(rpd_open(&d, &src, 0, &err) == 0);
+    REQUIRE(rpd_open(d, &src, 0, &err) == 0);
+    return buf;
+}
+
+/* A real dump records this executable's mapping with its build-id (what lets rpdump tell a
+ * rebuilt binary from the one that ran), equal to the one in the ELF file. */
+static void test_build_id_recorded(void)
+{
+    static rpd_dump d;
+    uint8_t *buf = open_real_dump("buildid.rpd", &d);
     const rpd_mapping_info *mi = rpd_mapping_of(&d, (uint64_t)(uintptr_t)main + 8);
     REQUIRE(mi);
     CHECKF(mi->m.build_id_len >= 8, "the executable's mapping has a %u-byte build-id", (unsigned)mi->m.build_id_len);
@@ -287,21 +295,8 @@ static void test_symbolize(void)
         printf("no llvm-symbolizer or addr2line: symbolisation not tested\n");
         return;
     }
-    rp_heap *h = rp_heap_create(NULL);
-    REQUIRE(marker_allocation_site(h));
-    const char *real = tmp_path("real.rpd");
-    int fd = open(real, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    REQUIRE(fd >= 0 && rp_heap_dump(h, fd) == 0);
-    close(fd);
-    rp_heap_destroy(h);
-    size_t len;
-    uint8_t *buf = read_file(real, &len);
-    REQUIRE(buf);
-    rpd_source src;
-    rpd_source_memory(&src, buf, len);
     static rpd_dump d;
-    rpd_error err = {0, ""};
-    REQUIRE(rpd_open(&d, &src, 0, &err) == 0);
+    uint8_t *buf = open_real_dump("real.rpd", &d);
     uint64_t pc_site = (uint64_t)(uintptr_t)marker_allocation_site + 8, pc_main = (uint64_t)(uintptr_t)main + 8;
     const rpd_mapping_info *mi = rpd_mapping_of(&d, pc_site);
     REQUIRE(mi && rpd_mapping_of(&d, pc_main) == mi);
