@@ -178,22 +178,23 @@ static RP_NOINLINE void free_direct(void *p)
  * one too big to cache goes back to its heap. */
 static inline void free_span_block(rp_tcache *tc, void *p, size_t size)
 {
-    unsigned c;
+    rp_tc_bin *bin;
     if (RP_LIKELY(size <= RP_TC_SMALL_MAX)) {
-        c = (unsigned)(size >> 4) - 2;
+        bin = rp_tc_small_bin_of_block(tc, size);
     } else {
-        c = rp_tc_class_of_block(size);
+        unsigned c = rp_tc_class_of_block(size);
         if (RP_UNLIKELY(c >= RP_TC_CLASSES)) {
             free_direct(p);
             return;
         }
+        bin = &tc->bins[c];
     }
     uint64_t tag = rp_tc_tag(tc->key, p, size);
     if (RP_UNLIKELY(((const uint64_t *)p)[1] == tag)) {
         report_cached(p, "free");
         return;
     }
-    rp_tc_push_tagged(tc, p, size, c, tag);
+    rp_tc_push_bin(tc, bin, p, size, tag);
 }
 
 /* A page-aligned pointer into a malloc arena (r = its region): a page-tier block of at most

@@ -126,15 +126,14 @@ static inline void *rp_tc_pop(rp_tcache *tc, unsigned c)
 /* Slow path of rp_tc_push: the bin is full or the cache is at its cap. */
 void rp_tc_push_slow(rp_tcache *tc, void *p, size_t size, unsigned c);
 
-/* Caches the span block p (user pointer) of size bytes in class bin c (its floor class);
+/* Caches the span block p (user pointer) of size bytes in bin (its floor class's);
  * tag = rp_tc_tag(tc->key, p, size), which the caller has computed for its double-free
  * check. */
-static inline void rp_tc_push_tagged(rp_tcache *tc, void *p, size_t size, unsigned c, uint64_t tag)
+static inline void rp_tc_push_bin(rp_tcache *tc, rp_tc_bin *bin, void *p, size_t size, uint64_t tag)
 {
-    rp_tc_bin *bin = &tc->bins[c];
     size_t bytes = tc->bytes + size;
     if (RP_UNLIKELY(bin->count >= bin->limit || bytes > tc->cap)) {
-        rp_tc_push_slow(tc, p, size, c);
+        rp_tc_push_slow(tc, p, size, (unsigned)(bin - tc->bins));
         return;
     }
     uint64_t *w = (uint64_t *)p;
@@ -143,6 +142,20 @@ static inline void rp_tc_push_tagged(rp_tcache *tc, void *p, size_t size, unsign
     bin->head = p;
     bin->count++;
     __atomic_store_n(&tc->bytes, bytes, __ATOMIC_RELAXED);
+}
+
+static inline void rp_tc_push_tagged(rp_tcache *tc, void *p, size_t size, unsigned c, uint64_t tag)
+{
+    rp_tc_push_bin(tc, &tc->bins[c], p, size, tag);
+}
+
+/* The bin of a span block of size bytes (a multiple of 16, at most RP_TC_SMALL_MAX): the
+ * small classes step by 16 bytes from 32 and a bin is 16 bytes, so the bin lies size - 32
+ * bytes into the array (one address computation on free's fast path). */
+_Static_assert(sizeof(rp_tc_bin) == 16, "bins are addressed by block size");
+static inline rp_tc_bin *rp_tc_small_bin_of_block(rp_tcache *tc, size_t size)
+{
+    return (rp_tc_bin *)(void *)((char *)tc->bins + (size - 32));
 }
 
 static inline void rp_tc_push(rp_tcache *tc, void *p, size_t size, unsigned c)
