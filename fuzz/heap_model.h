@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "fuzz/block_pattern.h"
 #include "rampart.h"
 #include "src/block.h"
 #include "src/free_index.h"
@@ -30,7 +31,6 @@
 #define NHEAPS 2
 #define NREGIONS 8
 #define STALE_RING 16
-#define FULL_FILL ((size_t)16 << 10) /* blocks up to this size are filled entirely */
 #define ARENA_BYTES ((size_t)8 << 20)
 
 typedef struct block {
@@ -104,14 +104,6 @@ void expect_no_report(void);
 void expect_report(unsigned kinds, const void *p);
 #define KIND(k) (1u << (k))
 
-/* Bulk work of the harness that says nothing about the heap's state (patterns, model
- * lookups): kept out of coverage feedback and comparison tracing, which would otherwise cost
- * most of the run time. */
-#if defined(__clang__) && __clang_major__ >= 13
-#define NO_FEEDBACK __attribute__((no_sanitize("coverage")))
-#else
-#define NO_FEEDBACK
-#endif
 
 /* ---- blocks and their pattern ------------------------------------------------------------- */
 

@@ -32,6 +32,7 @@
 
 #include "fuzz/fuzz_input.h"
 #include "fuzz/heap_model.h"
+#include "fuzz/size_codes.h"
 
 /* ---- decoding ---------------------------------------------------------------------------- */
 
@@ -40,45 +41,11 @@ static const size_t special_sizes[] = {
     0xfffff000u, (size_t)1 << 43, ((size_t)1 << 43) + 1, SIZE_MAX / 2, SIZE_MAX - 4095, SIZE_MAX,
 };
 
-/* Top three bits choose a range, so every size class and edge is a few bits away. */
-static size_t decode_size(uint16_t v)
-{
-    size_t x = v & 0x1fff;
-    switch (v >> 13) {
-    case 0:
-        return x & 0x3f;
-    case 1:
-        return x & 0x3ff;
-    case 2:
-        return x;
-    case 3:
-        return x << 3;
-    case 4:
-        return x << 6;
-    case 5:
-        return (x & 0x3ff) << 12; /* whole pages */
-    case 6: {                     /* around a page boundary */
-        size_t s = (x & 0xff) << 12;
-        size_t delta = (x >> 8) * 16; /* 0 .. 496 */
-        return s + delta >= 256 ? s + delta - 256 : 0;
-    }
-    default:
-        return special_sizes[x % (sizeof special_sizes / sizeof special_sizes[0])];
-    }
-}
+static size_t decode_size(uint16_t v) { return size_code(v, LARGE_PAGES, CODE_TABLE(special_sizes)); }
 
 static const size_t special_aligns[] = {3, 24, 4097, 6144, (size_t)1 << 40, (size_t)1 << 63, SIZE_MAX, 12288};
 
-/* Low five bits: 0 = default, 1..23 = 2^(v-1) (1 B .. 4 MiB), 24..31 = odd cases. */
-static size_t decode_align(uint8_t v)
-{
-    v &= 31;
-    if (v == 0)
-        return 0;
-    if (v <= 23)
-        return (size_t)1 << (v - 1);
-    return special_aligns[v - 24];
-}
+static size_t decode_align(uint8_t v) { return align_code(v, special_aligns); }
 
 static int align_valid(size_t a) { return a == 0 || (a & (a - 1)) == 0; }
 static size_t align_normal(size_t a) { return a < 16 ? 16 : a; }
@@ -356,7 +323,7 @@ static void run(fuzz_input *in)
         case OP_CALLOC: {
             int s = fuzz_u8(in);
             uint8_t n = fuzz_u8(in);
-            size_t count = n < 0xf0 ? n : special_counts[(n - 0xf0) % (sizeof special_counts / sizeof special_counts[0])];
+            size_t count = count_code(n, CODE_TABLE(special_counts));
             size_t size = decode_size(fuzz_u16(in));
             do_calloc(s, count, size, decode_align(fuzz_u8(in)));
             break;
