@@ -376,11 +376,14 @@ reduce_corpora() {
 }
 
 update_manifests() {
-    "$bazel" build //fuzz:all >"$work/build.log" 2>&1 || { tail -30 "$work/build.log"; return 1; }
-    local bin label name
+    # Only the manifest rules: a new target's manifest test needs the file not written yet.
+    local bin label name labels
+    labels=$("$bazel" query 'kind("_fuzz_manifest rule", //fuzz:all)' 2>/dev/null)
+    # shellcheck disable=SC2086 # one label per word
+    "$bazel" build $labels >"$work/build.log" 2>&1 || { tail -30 "$work/build.log"; return 1; }
     bin="$("$bazel" info bazel-bin 2>/dev/null)/fuzz"
     rm -f fuzz/manifests/*.txt
-    for label in $("$bazel" query 'kind("_fuzz_manifest rule", //fuzz:all)' 2>/dev/null); do
+    for label in $labels; do
         name=${label#//fuzz:}
         name=${name%_manifest}
         cp "$bin/${name}_manifest.txt" "fuzz/manifests/$name.txt"
