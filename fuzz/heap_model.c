@@ -3,7 +3,6 @@
 #include "fuzz/heap_model.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,18 +12,12 @@ _Alignas(4096) unsigned char arena[ARENA_BYTES];
 
 /* ---- failure and reports ------------------------------------------------------------- */
 
-void fuzz_fail(const char *fmt, ...)
+void heap_ops_where(FILE *out)
 {
-    va_list ap;
-    fprintf(stderr, "heap_ops (%s flavour): operation %lu (%s): ", rp_flavour(), model.op, model.op_name ? model.op_name : "-");
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputc('\n', stderr);
-    abort();
+    fprintf(out, "heap_ops (%s flavour): operation %lu (%s): ", rp_flavour(), model.op,
+            model.op_name ? model.op_name : "-");
 }
 
-int tracing;
 
 static struct {
     int count;
@@ -70,7 +63,7 @@ void verify_block(const block *b, size_t limit, const char *when)
 {
     size_t bad = pattern_find_bad(b->p, b->usable, limit, b->id);
     if (bad != PATTERN_OK)
-        fuzz_fail("block %p (%zu bytes, id %llu): byte %zu changed %s", (void *)b->p, b->size,
+        expect_fail("block %p (%zu bytes, id %llu): byte %zu changed %s", (void *)b->p, b->size,
                   (unsigned long long)b->id, bad, when);
 }
 
@@ -78,7 +71,7 @@ void verify_zeroed(unsigned char *p, size_t len)
 {
     size_t bad = pattern_find_nonzero(p, len);
     if (bad != PATTERN_OK)
-        fuzz_fail("calloc block %p: byte %zu of %zu is not zero", (void *)p, bad, len);
+        expect_fail("calloc block %p: byte %zu of %zu is not zero", (void *)p, bad, len);
 }
 
 /* ---- model queries ---------------------------------------------------------------------- */
@@ -142,7 +135,7 @@ void check_heap(heap_model *m)
 {
     char why[256];
     if (rp_heap_check(m->h, why, sizeof why) != 0)
-        fuzz_fail("rp_heap_check(%s): %s", rp_heap_name(m->h), why);
+        expect_fail("rp_heap_check(%s): %s", rp_heap_name(m->h), why);
     rp_heap_stats_t st;
     EXPECT(rp_heap_stats(m->h, &st) == 0, "rp_heap_stats failed");
     EXPECT(st.alloc_calls == m->allocs, "%s: alloc_calls %llu, the model made %llu", rp_heap_name(m->h),
@@ -207,7 +200,7 @@ void adopt(int s, int heap, unsigned char *p, size_t size, size_t align, uint64_
     for (int i = 0; i < NSLOTS; i++) {
         block *o = &model.slots[i];
         if (o->p && ranges_overlap(o->p, extent(o), p, extent(&nb)))
-            fuzz_fail("new block %p (+%zu) overlaps live block %p (+%zu)", (void *)p, usable, (void *)o->p, o->usable);
+            expect_fail("new block %p (+%zu) overlaps live block %p (+%zu)", (void *)p, usable, (void *)o->p, o->usable);
     }
     for (int k = 0; k < NHEAPS; k++) {
         heap_model *hm = &model.heaps[k];
@@ -327,7 +320,7 @@ static int walk_visit(const rp_block_info *info, void *arg)
         w->used++;
         block *b = i < w->nlive ? w->by_addr[i] : NULL;
         if (!b || b->p != a || b->heap != w->heap)
-            fuzz_fail("the walk shows a used block %p (+%zu) the program does not hold", info->addr, info->size);
+            expect_fail("the walk shows a used block %p (+%zu) the program does not hold", info->addr, info->size);
         int s = (int)(b - model.slots);
         EXPECT(!w->seen[s], "the walk shows block %p twice", info->addr);
         w->seen[s] = 1;
@@ -352,7 +345,7 @@ static int walk_visit(const rp_block_info *info, void *arg)
     unsigned char *lo = info->block;
     i = first_ending_after(w, lo);
     if (i < w->nlive && ranges_overlap(lo, info->block_size, w->by_addr[i]->p, extent(w->by_addr[i])))
-        fuzz_fail("%s block %p (+%zu) overlaps live block %p (+%zu)",
+        expect_fail("%s block %p (+%zu) overlaps live block %p (+%zu)",
                   info->state == RP_BLOCK_FREE ? "free" : "quarantined", info->block, info->block_size,
                   (void *)w->by_addr[i]->p, w->by_addr[i]->usable);
     return 0;

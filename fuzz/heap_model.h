@@ -10,6 +10,7 @@
 #include <stdio.h>
 
 #include "fuzz/block_pattern.h"
+#include "fuzz/expect.h"
 #include "rampart.h"
 #include "src/block.h"
 #include "src/free_index.h"
@@ -79,21 +80,9 @@ extern unsigned char arena[ARENA_BYTES];
 
 /* ---- failure, tracing, reports ---------------------------------------------------------- */
 
-__attribute__((noreturn, format(printf, 1, 2))) void fuzz_fail(const char *fmt, ...);
-
-#define EXPECT(cond, ...)                                                                      \
-    do {                                                                                       \
-        if (!(cond))                                                                           \
-            fuzz_fail(__VA_ARGS__);                                                            \
-    } while (0)
-
-/* HEAP_OPS_TRACE=1 in the environment prints every operation (for reading a crasher). */
-extern int tracing;
-#define TRACE(...)                                                                             \
-    do {                                                                                       \
-        if (tracing)                                                                           \
-            fprintf(stderr, __VA_ARGS__);                                                      \
-    } while (0)
+/* Failure messages start with where the harness is (operation, flavour). EXPECT, TRACE:
+ * expect.h (HEAP_OPS_TRACE=1 in the environment turns tracing on). */
+void heap_ops_where(FILE *out);
 
 /* The report function the harness installs: counts reports, keeps the first. */
 void capture_report(const rp_report *r, void *arg);

@@ -211,7 +211,7 @@ static void do_add_region(uint16_t offset, uint16_t len16, uint8_t misalign)
         m->regions[m->nregions].len = len;
         m->nregions++;
     } else {
-        fuzz_fail("model region table full"); /* cannot happen: see the NREGIONS guard in run() */
+        expect_fail("model region table full"); /* cannot happen: see the NREGIONS guard in run() */
     }
 }
 
@@ -305,12 +305,10 @@ static void run(fuzz_input *in)
     check_all();
 
     for (model.op = 0; model.op < MAX_OPS && fuzz_more(in); model.op++) {
-        /* Low four bits: opcodes keep their meaning as operations are added (13..15 are
-         * free for new ones and do nothing yet), so corpora stay meaningful. */
-        uint8_t op = fuzz_u8(in) & 15;
-        if (op >= OP_COUNT)
+        /* 13..15 are free for new operations and do nothing yet. */
+        int op = fuzz_opcode(in, op_names, OP_COUNT, &model.op_name);
+        if (op < 0)
             continue;
-        model.op_name = op_names[op];
         TRACE("op %lu %s\n", model.op, model.op_name);
         switch (op) {
         case OP_ALLOC: {
@@ -415,7 +413,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     /* Debug flavour: report and continue, so misuse is checked in-process. Set before the
      * first call into rampart (options are read once). An explicit setting wins. */
     setenv("RAMPART_OPTIONS", "on_error=continue:report_path=/dev/null", 0);
-    tracing = getenv("HEAP_OPS_TRACE") != NULL;
+    expect_tracing = getenv("HEAP_OPS_TRACE") != NULL;
+    expect_context(heap_ops_where, NULL);
     rp_set_report_fn(capture_report, NULL, NULL);
     /* OP_EDGES looks at the default heap; create it now, outside the per-input leak check. */
     rp_default_heap();

@@ -39,13 +39,13 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <malloc.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "fuzz/block_pattern.h"
+#include "fuzz/expect.h"
 #include "fuzz/fuzz_input.h"
 #include "fuzz/size_codes.h"
 #include "fuzz/malloc_worker.h"
@@ -96,30 +96,10 @@ static struct {
     const char *op_name;
 } model;
 
-static int tracing;
-
-#define TRACE(...)                                                                             \
-    do {                                                                                       \
-        if (tracing)                                                                           \
-            fprintf(stderr, __VA_ARGS__);                                                      \
-    } while (0)
-
-__attribute__((noreturn, format(printf, 1, 2))) static void malloc_fail(const char *fmt, ...)
+static void where(FILE *out)
 {
-    va_list ap;
-    fprintf(stderr, "malloc_api: operation %lu (%s): ", model.op, model.op_name ? model.op_name : "-");
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputc('\n', stderr);
-    abort();
+    fprintf(out, "malloc_api: operation %lu (%s): ", model.op, model.op_name ? model.op_name : "-");
 }
-
-#define EXPECT(cond, ...)                                                                      \
-    do {                                                                                       \
-        if (!(cond))                                                                           \
-            malloc_fail(__VA_ARGS__);                                                          \
-    } while (0)
 
 /* ---- decoding ---------------------------------------------------------------------------- */
 
@@ -180,7 +160,7 @@ static void verify_block(const mblock *b, size_t limit, const char *when)
 {
     size_t bad = pattern_find_bad(b->p, b->usable, limit, b->id);
     if (bad != PATTERN_OK)
-        malloc_fail("block %p (%zu bytes, id %llu): byte %zu changed %s", (void *)b->p, b->size,
+        expect_fail("block %p (%zu bytes, id %llu): byte %zu changed %s", (void *)b->p, b->size,
                     (unsigned long long)b->id, bad, when);
 }
 
@@ -215,7 +195,7 @@ static void adopt(int s, unsigned char *p, size_t size, size_t min_usable, size_
     mblock nb = {p, size, usable, align, id};
     const mblock *o = overlapping(&nb);
     if (o)
-        malloc_fail("%s(%zu) = %p (+%zu) overlaps live block %p (+%zu)", from, size, (void *)p, usable, (void *)o->p,
+        expect_fail("%s(%zu) = %p (+%zu) overlaps live block %p (+%zu)", from, size, (void *)p, usable, (void *)o->p,
                     o->usable);
     model.slots[s] = nb;
     pattern_fill(p, usable, id);
@@ -529,10 +509,9 @@ static int slot(fuzz_input *in) { return fuzz_u8(in) % NSLOTS; }
 static void run(fuzz_input *in)
 {
     for (model.op = 0; model.op < MAX_OPS && fuzz_more(in); model.op++) {
-        uint8_t op = fuzz_u8(in) & 15;
-        if (op >= OP_COUNT)
+        int op = fuzz_opcode(in, op_names, OP_COUNT, &model.op_name);
+        if (op < 0)
             continue;
-        model.op_name = op_names[op];
         TRACE("op %lu %s\n", model.op, model.op_name);
         switch (op) {
         case OP_MALLOC: {
@@ -632,13 +611,14 @@ static void run(fuzz_input *in)
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     (void)argc, (void)argv;
-    tracing = getenv("MALLOC_API_TRACE") != NULL;
+    expect_tracing = getenv("MALLOC_API_TRACE") != NULL;
     call_free(call_malloc(1));
     return 0;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+    expect_context(where, NULL);
     memset(&model, 0, sizeof model);
     fuzz_input in = fuzz_input_of(data, size);
     run(&in);

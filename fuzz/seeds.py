@@ -32,6 +32,20 @@ malloc_api input format (fuzz/malloc_api.c is the authority): operations until t
         (what % 6 on the second thread: 0 free, 1 malloc, 2 realloc, 3 flush, 4 exit, 5 check)
         11 flush (this thread's cache)                           12 check
         13 malloc-run slot count size                            14 free-run slot count stride
+
+corruption input format (fuzz/corruption.c is the authority): three bytes naming the one
+    fault, then valid operations until the input ends; the fault is injected after them.
+        fault[0] % 8: 0 overflow, 1 underflow, 2 write after free in quarantine, 3 write
+            after free out of quarantine, 4 double free, 5 interior free, 6 foreign free,
+            7 realloc of a freed block
+        fault[1]: k - 1 (overflow, underflow; modulo 64); where % 3 (start, middle, end) and
+            bytes - 1 in bits 2-3 (writes after free); bit 0: out of quarantine (double free,
+            realloc) or a global rather than a stack address (foreign free); the offset
+            (interior free)
+        fault[2]: which block (a slot, or the n-th oldest quarantined) and the byte written
+    operations: 0 alloc slot size align, 1 free slot, 2 realloc slot size, 3 check,
+        4 alloc-run slot count size, 5 free-run slot count (sizes and alignments as for
+        heap_ops, with corruption's own special sizes)
 """
 import os
 import sys
@@ -326,6 +340,71 @@ def malloc_api_seeds():
     return s
 
 
+# ---- corruption ------------------------------------------------------------------------------
+
+(F_OVERFLOW, F_UNDERFLOW, F_UAF_QUARANTINED, F_UAF_RELEASED, F_DOUBLE_FREE, F_INTERIOR_FREE, F_FOREIGN_FREE,
+ F_REALLOC_FREED) = range(8)
+CORRUPTION_SIZES = [0, 1, 8, 15, 16, 17, 24, 4096, 3072, 65535, 65536, 65537, 1 << 20, 1 << 44, 2**64 - 1]
+
+
+def csize(n):
+    return u16(size16(n, CORRUPTION_SIZES))
+
+
+def c_alloc(slot, size, align=0):
+    return bytes([0, slot]) + csize(size) + bytes([align8(align)])
+
+
+def c_free(slot):
+    return bytes([1, slot])
+
+
+def c_realloc(slot, size):
+    return bytes([2, slot]) + csize(size)
+
+
+def c_run(slot, count, size):
+    return bytes([4, slot, count]) + csize(size)
+
+
+def c_free_run(slot, count):
+    return bytes([5, slot, count])
+
+
+def fault(kind, param=0, sel=0):
+    return bytes([kind, param, sel])
+
+
+def corruption_seeds():
+    s = {}
+    check = bytes([3])
+    # A heap with small, medium and page-tier blocks, some freed (in quarantine or pushed out).
+    history = (c_run(0, 8, 40) + c_alloc(8, 100032) + c_alloc(9, 3000, 64) + c_alloc(10, 1) + c_free(2) +
+               c_free(5) + c_realloc(3, 200) + check)
+    for k in (1, 8, 9, 33, 64):
+        s["seed-overflow-%d" % k] = fault(F_OVERFLOW, k - 1, 1) + history
+        s["seed-underflow-%d" % k] = fault(F_UNDERFLOW, k - 1, 4) + history
+    s["seed-overflow-large"] = fault(F_OVERFLOW, 15, 8) + history
+    s["seed-underflow-large"] = fault(F_UNDERFLOW, 63, 8) + history
+    for where, name in enumerate(("start", "middle", "end")):
+        s["seed-uaf-quarantined-" + name] = fault(F_UAF_QUARANTINED, where | 3 << 2, 1) + history
+        s["seed-uaf-released-" + name] = fault(F_UAF_RELEASED, where, 0) + history
+    s["seed-uaf-quarantined-large"] = fault(F_UAF_QUARANTINED, 1, 0) + history + c_free(8)
+    s["seed-double-free"] = fault(F_DOUBLE_FREE, 0, 0) + history
+    s["seed-double-free-released"] = fault(F_DOUBLE_FREE, 1, 0) + history
+    s["seed-realloc-freed"] = fault(F_REALLOC_FREED, 0, 1) + history
+    s["seed-realloc-freed-released"] = fault(F_REALLOC_FREED, 1, 1) + history
+    s["seed-interior-free"] = fault(F_INTERIOR_FREE, 17, 9) + history
+    s["seed-interior-free-large"] = fault(F_INTERIOR_FREE, 200, 8) + history
+    s["seed-foreign-stack"] = fault(F_FOREIGN_FREE, 0) + history
+    s["seed-foreign-global"] = fault(F_FOREIGN_FREE, 1) + history
+    # The quarantine's FIFO order under its 64 KiB budget: blocks of many sizes freed in
+    # turn, each operation compared with the model; then a write after free into the oldest.
+    churn = b"".join(c_alloc(i, 512 + 1024 * i) for i in range(20)) + b"".join(c_free(i) for i in range(20))
+    s["seed-quarantine-fifo"] = fault(F_UAF_QUARANTINED, 2, 0) + churn + c_run(30, 20, 4096) + c_free_run(30, 20)
+    return s
+
+
 def options_seeds():
     s = {}
     s["seed-empty"] = b""
@@ -347,7 +426,7 @@ def main():
     check_only = "--check" in sys.argv[1:]
     stale = []
     for target, seeds in (("heap_ops", heap_ops_seeds()), ("options", options_seeds()),
-                          ("malloc_api", malloc_api_seeds())):
+                          ("malloc_api", malloc_api_seeds()), ("corruption", corruption_seeds())):
         d = os.path.join(HERE, "corpus", target)
         os.makedirs(d, exist_ok=True)
         for name, data in sorted(seeds.items()):
