@@ -51,7 +51,8 @@ compile() {
     [ "$src" = "src/check.c" ] && extra="$extra $checker_flags"
     case " $extra " in *" -fno-builtin-malloc "*) extra="$extra $malloc_flags" ;; esac
     # shellcheck disable=SC2086 # CFLAGS and extra are lists of flags
-    $CC $CFLAGS -std=c11 $extra -I"$root" -I"$root/src" "${defines[@]}" -c "$root/$src" -o "$obj"
+    # The include paths Bazel gives: the root, and src/ and debug/ (strip_include_prefix).
+    $CC $CFLAGS -std=c11 $extra -I"$root" -I"$root/src" -I"$root/debug" "${defines[@]}" -c "$root/$src" -o "$obj"
 }
 objs=()
 pids=()

@@ -267,6 +267,7 @@ mutants() {
     mkdir -p "$base"
     cp -r src fuzz "$base/"
     [ -d debug ] && cp -r debug "$base/"
+    [ -d tools/rpdump ] && mkdir -p "$base/tools" && cp -r tools/rpdump "$base/tools/"
     say "baseline: the unmutated targets replay their corpora cleanly"
     local targets
     targets=$(for p in "${patches[@]}"; do awk '/^Target:/ { print $2; exit }' "$p"; done | sort -u)
