@@ -4,6 +4,10 @@ are named by their SHA-1 and merged in by tools/fuzz.sh).
 
     fuzz/seeds.py            rewrite the seed-* files
     fuzz/seeds.py --check    exit 1 if a seed-* file differs from what this script writes
+    fuzz/seeds.py --dumps    also rewrite dump_parser's seeds: real dumps, written by
+                             //fuzz:dump_seed_writer_{release,debug} (built and run through
+                             tools/bazelw), and damaged copies of them. They hold addresses, a
+                             pid and a time, so they differ at every run: --check leaves them out.
 
 heap_ops input format (fuzz/heap_ops.c is the authority):
     shape0: bits 0-3 max_bytes = (v+1) * 512 KiB, bits 4-6 region_bytes = 16 KiB << v,
@@ -46,9 +50,15 @@ corruption input format (fuzz/corruption.c is the authority): three bytes naming
     operations: 0 alloc slot size align, 1 free slot, 2 realloc slot size, 3 check,
         4 alloc-run slot count size, 5 free-run slot count (sizes and alignments as for
         heap_ops, with corruption's own special sizes)
+
+dump_parser input format: a heap dump (debug/DUMP_FORMAT.md), or any bytes. The harness
+    parses each input as given and again with its checksums repaired (fuzz/dump_repair.h).
 """
 import os
+import shutil
+import subprocess
 import sys
+import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -405,6 +415,54 @@ def corruption_seeds():
     return s
 
 
+# ---- dump_parser -----------------------------------------------------------------------------
+
+def written_dumps():
+    """Runs the dump writers (both flavours); returns {name: bytes}. They run from a fixed
+    directory, so the executable path recorded in the dumps is the same on every machine."""
+    root = os.path.dirname(HERE)
+    writers = ["dump_seed_writer_release", "dump_seed_writer_debug"]
+    bazel = os.path.join(root, "tools", "bazelw")
+    subprocess.run([bazel, "build"] + ["//fuzz:" + w for w in writers], cwd=root, check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    bin_dir = subprocess.run([bazel, "info", "bazel-bin"], cwd=root, check=True, capture_output=True,
+                             text=True).stdout.strip()
+    run_dir = os.path.join(tempfile.gettempdir(), "rampart-dump-seeds")
+    shutil.rmtree(run_dir, ignore_errors=True)
+    os.makedirs(run_dir)
+    env = dict(os.environ, RAMPART_OPTIONS="backtrace_depth=64")  # full stacks (debug)
+    for w in writers:
+        exe = os.path.join(run_dir, w)
+        shutil.copy(os.path.join(bin_dir, "fuzz", w), exe)
+        subprocess.run([exe, run_dir], check=True, env=env)
+    dumps = {}
+    for name in sorted(os.listdir(run_dir)):
+        if name.endswith(".rpd"):
+            dumps[name[:-4]] = open(os.path.join(run_dir, name), "rb").read()
+    shutil.rmtree(run_dir)
+    return dumps
+
+
+def dump_parser_seeds():
+    s = {}
+    dumps = written_dumps()
+    for name, data in dumps.items():  # release-heap, release-all, debug-heap, debug-all
+        s["seed-" + name] = data
+    d = dumps["debug-heap"]
+    # Truncated: the header alone, inside the first section, without the footer, one byte
+    # short; one byte too many.
+    s["seed-cut-header"] = d[:32]
+    s["seed-cut-section"] = d[:32 + 150]
+    s["seed-cut-footer"] = d[:-40]
+    s["seed-cut-last-byte"] = d[:-1]
+    s["seed-appended-byte"] = d + b"\0"
+    # A changed byte in the middle (a block record): refused by its section's CRC as given,
+    # a semantic error or a violation once the checksums are repaired.
+    mid = len(d) // 2
+    s["seed-changed-byte"] = d[:mid] + bytes([d[mid] ^ 0x10]) + d[mid + 1:]
+    return s
+
+
 def options_seeds():
     s = {}
     s["seed-empty"] = b""
@@ -424,9 +482,12 @@ def options_seeds():
 
 def main():
     check_only = "--check" in sys.argv[1:]
+    targets = [("heap_ops", heap_ops_seeds()), ("options", options_seeds()), ("malloc_api", malloc_api_seeds()),
+               ("corruption", corruption_seeds())]
+    if "--dumps" in sys.argv[1:] and not check_only:
+        targets.append(("dump_parser", dump_parser_seeds()))
     stale = []
-    for target, seeds in (("heap_ops", heap_ops_seeds()), ("options", options_seeds()),
-                          ("malloc_api", malloc_api_seeds()), ("corruption", corruption_seeds())):
+    for target, seeds in targets:
         d = os.path.join(HERE, "corpus", target)
         os.makedirs(d, exist_ok=True)
         for name, data in sorted(seeds.items()):

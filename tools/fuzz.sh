@@ -303,7 +303,9 @@ mutants() {
         if [ "$rc" -ne 0 ] && grep -q '^!! .*crash' "$work/$name.run"; then
             caught=$((caught + 1))
             local why
-            why=$(sed -n '/^-- report:/,$p' "$work/$name.run" | sed -n 2p | sed -E 's/0x[0-9a-f]+/0x.../g' | cut -c1-110)
+            # The first line of the report proper (libFuzzer's indented NEW_FUNC lines left out).
+            why=$(sed -n '/^-- report:/,$p' "$work/$name.run" | sed 1d | grep -v -E '^[[:space:]]' | head -1 |
+                sed -E 's/0x[0-9a-f]+/0x.../g' | cut -c1-110)
             lines+=("$(printf '%-24s %-16s caught in %5s s: %s' "$name" "$target" "$secs_taken" "$why")")
         else
             lines+=("$(printf '%-24s %-16s NOT caught in %s s' "$name" "$target" "$secs")")
