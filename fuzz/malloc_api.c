@@ -188,10 +188,11 @@ static void adopt(int s, unsigned char *p, size_t size, size_t min_usable, size_
     size_t usable = call_usable(p);
     EXPECT(usable >= min_usable, "%s(%zu): malloc_usable_size(%p) = %zu, less than %zu", from, size, (void *)p,
            usable, min_usable);
-    /* The drop-in keeps a block on realloc while it wastes at most half of it; pages and
-     * alignment add at most a page. Anything beyond is a wrong usable size. */
-    EXPECT(usable <= 2 * min_usable + PAGE + 64, "%s(%zu): malloc_usable_size(%p) = %zu is absurd", from, size,
-           (void *)p, usable);
+    /* The drop-in keeps a block on realloc while it wastes at most half of it; pages add at
+     * most a page, alignment the slack of an aligned block. Anything beyond is a wrong usable
+     * size. */
+    EXPECT(usable <= 2 * min_usable + 2 * align + PAGE + 64, "%s(%zu, align %zu): malloc_usable_size(%p) = %zu is absurd",
+           from, size, align, (void *)p, usable);
     mblock nb = {p, size, usable, align, id};
     const mblock *o = overlapping(&nb);
     if (o)
