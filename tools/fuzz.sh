@@ -7,7 +7,7 @@
 #       fuzz/corpus/ (-merge=1), then prints the coverage summary. A crash stops with the
 #       reproducer. One-hour campaigns: tools/fuzz.sh --time 3600 heap_ops heap_ops_debug
 #   tools/fuzz.sh --coverage [--min PERCENT]
-#       Line coverage of src/ and debug/ from the corpora and regressions (clang source-based
+#       Line coverage of src/, debug/ and tools/rpdump/ from the corpora and regressions (clang source-based
 #       coverage: -fprofile-instr-generate -fcoverage-mapping, llvm-profdata, llvm-cov);
 #       with --min, fails when src/ is below PERCENT.
 #   tools/fuzz.sh --mutants [--time N] [--jobs J] [--no-seeds] [MUTANT...]
@@ -193,7 +193,8 @@ coverage_report() {
     llvm-profdata merge -sparse "$dir"/*.profraw -o "$dir/all.profdata" || return 1
     local dirs=("$root/src")
     [ -d debug ] && dirs+=("$root/debug")
-    say "line coverage of src/ and debug/ from fuzz/corpus and fuzz/regressions (llvm-cov report)"
+    [ -d tools/rpdump ] && dirs+=("$root/tools/rpdump")
+    say "line coverage of src/, debug/ and tools/rpdump/ from fuzz/corpus and fuzz/regressions (llvm-cov report)"
     llvm-cov report -instr-profile="$dir/all.profdata" "${objects[@]:1}" "${dirs[@]}" |
         sed "s#$root/##"
     llvm-cov export -summary-only -instr-profile="$dir/all.profdata" "${objects[@]:1}" "${dirs[@]}" >"$dir/summary.json"
