@@ -187,7 +187,7 @@ static void realloc_slot(int s, size_t size)
     if (q != old.p) /* moved: the old block was freed */
         qmodel_free(old.p, old.charged, old.size);
     size_t kept = old.size < size ? old.size : size;
-    size_t bad = pattern_find_bad(q, kept, kept, old.id);
+    size_t bad = pattern_find_bad(q, old.size, kept, old.id); /* laid out for the old size */
     EXPECT(bad == PATTERN_OK, "realloc lost byte %zu of %p", bad, (void *)old.p);
     adopt(s, q, size, old.id);
 }
