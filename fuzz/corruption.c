@@ -246,13 +246,13 @@ typedef struct expected {
     const char *check;     /* rp_heap_check must fail naming this invariant first (NULL: not run) */
 } expected;
 
-/* Does the checker's message name an address among the bytes written (or the 16-byte header
- * they reach into)? */
+/* Does the checker's message name an address among the bytes written, or a block whose header
+ * or free-list links (its first RP_MIN_BLOCK bytes) they reach into? */
 static int names_damaged_byte(const char *why)
 {
     for (const char *h = strstr(why, "0x"); h; h = strstr(h + 2, "0x")) {
         const unsigned char *a = (const unsigned char *)(uintptr_t)strtoull(h, NULL, 16);
-        if (a + 15 >= damage.at && a < damage.at + damage.len)
+        if (a + RP_MIN_BLOCK > damage.at && a < damage.at + damage.len)
             return 1;
     }
     return 0;
