@@ -407,12 +407,18 @@ static void run(fuzz_input *in)
     }
 }
 
+/* Debug flavour: report and continue, so misuse is checked in-process, printing nothing. Set
+ * before the first call into rampart (options are read once, by the dump triggers'
+ * constructor before main): a constructor of higher priority, in the same executable
+ * (linkstatic in fuzz/BUILD). An explicit setting wins. */
+__attribute__((constructor(101))) static void set_options(void)
+{
+    setenv("RAMPART_OPTIONS", "on_error=continue:report_path=/dev/null", 0);
+}
+
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     (void)argc, (void)argv;
-    /* Debug flavour: report and continue, so misuse is checked in-process. Set before the
-     * first call into rampart (options are read once). An explicit setting wins. */
-    setenv("RAMPART_OPTIONS", "on_error=continue:report_path=/dev/null", 0);
     expect_tracing = getenv("HEAP_OPS_TRACE") != NULL;
     expect_context(heap_ops_where, NULL);
     rp_set_report_fn(capture_report, NULL, NULL);
