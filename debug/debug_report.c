@@ -7,6 +7,8 @@
 
 #include "backtrace.h"
 #include "config.h"
+#include "cookie.h"
+#include "debug_heap.h"
 #include "owner.h"
 #include "rampart_debug.h"
 #include "report_sink.h"
@@ -95,8 +97,35 @@ int rp_report_get_history(const rp_report *r, rp_report_history *out)
     return 0;
 }
 
+/* An underflow that ran over the block's header as well as its metadata makes the core
+ * refuse the pointer as invalid: no header says a block starts there. When the walk of the
+ * span does reach a damaged header right before the pointer and the canary changed, the
+ * report says what happened instead: an underflow, at the canary's byte nearest the block. */
+static void underflow_over_header(const rp_heap *h, rp_report *r)
+{
+    static __thread char message[sizeof ((rp_fault *)0)->message];
+    if (r->kind != RP_ERR_INVALID_FREE || !h || !rp_debug_damaged_block_at((rp_heap *)h, r->address))
+        return;
+    rp_debug_meta m;
+    rp_meta_load(r->address, &m);
+    unsigned back = rp_cookie_check_lead(rp_debug_secret(h), r->address, &m);
+    if (!back)
+        return;
+    const char *user = r->address;
+    snprintf(message, sizeof message,
+             "canary before %p changed at %p (%u byte%s before the block), and the block's header with it", user,
+             (const void *)(user - back), back, back == 1 ? "" : "s");
+    r->kind = RP_ERR_HEAP_BUFFER_UNDERFLOW;
+    r->block = user;
+    r->block_size = 0;
+    r->address = user - back;
+    r->offset = -(long)back;
+    r->message = message;
+}
+
 int rp_hook_report(const rp_fault *f, rp_report *r, int default_handler)
 {
+    underflow_over_header(f->heap, r);
     const char *entry = NULL;
     uint32_t detect = rp_backtrace_report_stack(&entry);
     const rp_heap *h = f->heap;

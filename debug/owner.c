@@ -6,9 +6,9 @@
 #include "src/span.h"
 
 /* Steps block by block from the span's first block (headers are validated; a damaged one
- * ends the search). */
+ * ends the search, and is left in *damaged when damaged is non-NULL). */
 RP_NO_SANITIZE_ADDRESS
-static rp_block *span_block_at(rp_heap *h, rp_region *r, const void *addr)
+static rp_block *span_block_at(rp_heap *h, rp_region *r, const void *addr, rp_block **damaged)
 {
     rp_page *head = rp_span_head_of(r, addr);
     uintptr_t lo = rp_page_addr(r, head);
@@ -16,8 +16,11 @@ static rp_block *span_block_at(rp_heap *h, rp_region *r, const void *addr)
     uintptr_t a = (uintptr_t)addr;
     rp_block *b = (rp_block *)lo;
     while ((uintptr_t)b < sentinel) {
-        if (!rp_block_valid(h->secret, b) || b->size < RP_MIN_BLOCK || (uintptr_t)b + b->size > sentinel)
+        if (!rp_block_valid(h->secret, b) || b->size < RP_MIN_BLOCK || (uintptr_t)b + b->size > sentinel) {
+            if (damaged)
+                *damaged = b;
             return NULL;
+        }
         if (a < (uintptr_t)b + b->size)
             return (b->bits & RP_HDR_FREE) ? NULL : b;
         b = rp_block_next(b);
@@ -34,7 +37,7 @@ int rp_debug_find_owner(rp_heap *h, const void *addr, rp_debug_owner *out)
     rp_lock_acquire(&h->lock);
     rp_page *d = rp_page_of(r, addr);
     if (d->state == RP_PAGE_SPAN || d->state == RP_PAGE_SPAN_TAIL) {
-        rp_block *b = span_block_at(h, r, addr);
+        rp_block *b = span_block_at(h, r, addr, NULL);
         if (b) {
             out->user = rp_block_user(b);
             out->usable = rp_block_usable(b);
@@ -64,4 +67,20 @@ int rp_debug_find_owner(rp_heap *h, const void *addr, rp_debug_owner *out)
     }
     rp_lock_release(&h->lock);
     return rc;
+}
+
+int rp_debug_damaged_block_at(rp_heap *h, const void *user)
+{
+    rp_region *r = rp_pagemap_lookup(user);
+    if (!h || !r || r->heap != h || (uintptr_t)user < r->base)
+        return 0;
+    int hit = 0;
+    rp_lock_acquire(&h->lock);
+    rp_page *d = rp_page_of(r, user);
+    if (d->state == RP_PAGE_SPAN || d->state == RP_PAGE_SPAN_TAIL) {
+        rp_block *damaged = NULL;
+        hit = !span_block_at(h, r, user, &damaged) && damaged && (char *)damaged + RP_USER_OFFSET == (const char *)user;
+    }
+    rp_lock_release(&h->lock);
+    return hit;
 }

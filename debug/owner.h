@@ -21,4 +21,10 @@ typedef struct rp_debug_owner {
  * metadata, user area or trailer; -1 otherwise (or when the span is too damaged to walk). */
 int rp_debug_find_owner(rp_heap *h, const void *addr, rp_debug_owner *out);
 
+/* 1 when user is where the user area of a span block of h starts whose header is damaged:
+ * walking the span from its first block, every header is valid up to the one RP_USER_OFFSET
+ * bytes before user. (An underflow of more than the debug metadata leaves the core nothing to
+ * recognise the block by.) Takes the heap's lock itself. */
+int rp_debug_damaged_block_at(rp_heap *h, const void *user);
+
 #endif

@@ -40,11 +40,19 @@ trap 'rm -rf "$objdir"' EXIT
 checker_flags=""
 case "$CFLAGS" in *fuzzer* | *sanitize-coverage*) checker_flags="-fno-sanitize-coverage=trace-cmp" ;; esac
 
+# The malloc drop-in (its sources carry -fno-builtin-malloc) under a sanitizer with its own
+# allocator: hidden visibility, as src/BUILD's MALLOC_SANITIZER_COPTS does under --config=asan,
+# so the runtime and libc keep the sanitizer's malloc while the harness calls rampart's.
+malloc_flags=""
+case "$CFLAGS" in *-fsanitize=*address* | *-fsanitize=*memory* | *-fsanitize=*thread*) malloc_flags="-fvisibility=hidden" ;; esac
+
 compile() {
     local src=$1 obj=$2 extra=$3
     [ "$src" = "src/check.c" ] && extra="$extra $checker_flags"
+    case " $extra " in *" -fno-builtin-malloc "*) extra="$extra $malloc_flags" ;; esac
     # shellcheck disable=SC2086 # CFLAGS and extra are lists of flags
-    $CC $CFLAGS -std=c11 $extra -I"$root" -I"$root/src" "${defines[@]}" -c "$root/$src" -o "$obj"
+    # The include paths Bazel gives: the root, and src/ and debug/ (strip_include_prefix).
+    $CC $CFLAGS -std=c11 $extra -I"$root" -I"$root/src" -I"$root/debug" "${defines[@]}" -c "$root/$src" -o "$obj"
 }
 objs=()
 pids=()

@@ -46,4 +46,16 @@ static inline uint32_t fuzz_u32(fuzz_input *in)
     return lo | (uint32_t)fuzz_u16(in) << 16;
 }
 
+/* The next operation's opcode: the low four bits of the next byte, so opcodes keep their
+ * meaning as operations are added. -1 when it names none of the `count` operations (a free
+ * opcode does nothing); otherwise *name receives names[op]. */
+static inline int fuzz_opcode(fuzz_input *in, const char *const *names, int count, const char **name)
+{
+    int op = fuzz_u8(in) & 15;
+    if (op >= count)
+        return -1;
+    *name = names[op];
+    return op;
+}
+
 #endif

@@ -3,7 +3,6 @@
 #include "fuzz/heap_model.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,18 +12,12 @@ _Alignas(4096) unsigned char arena[ARENA_BYTES];
 
 /* ---- failure and reports ------------------------------------------------------------- */
 
-void fuzz_fail(const char *fmt, ...)
+void heap_ops_where(FILE *out)
 {
-    va_list ap;
-    fprintf(stderr, "heap_ops (%s flavour): operation %lu (%s): ", rp_flavour(), model.op, model.op_name ? model.op_name : "-");
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputc('\n', stderr);
-    abort();
+    fprintf(out, "heap_ops (%s flavour): operation %lu (%s): ", rp_flavour(), model.op,
+            model.op_name ? model.op_name : "-");
 }
 
-int tracing;
 
 static struct {
     int count;
@@ -62,102 +55,23 @@ void expect_report(unsigned kinds, const void *p)
 
 void reset_reports(void) { reported.count = 0; }
 
-/* ---- the pattern ------------------------------------------------------------------------ */
+/* ---- the pattern (block_pattern.h) ------------------------------------------------------ */
 
-
-NO_FEEDBACK static inline uint64_t pattern_word(uint64_t id, size_t word)
-{
-    uint64_t x = id * 0x9e3779b97f4a7c15ull + word * 0xbf58476d1ce4e5b9ull;
-    x ^= x >> 31;
-    return x * 0x94d049bb133111ebull;
-}
-
-NO_FEEDBACK static inline unsigned char pattern_byte(uint64_t id, size_t i)
-{
-    return (unsigned char)(pattern_word(id, i / 8) >> (8 * (i % 8)));
-}
-
-/* Byte ranges of a block that hold the pattern: all of it up to FULL_FILL, beyond that the
- * first and last 4 KiB and 64 bytes at each page boundary, so every page is touched. */
-typedef int (*range_fn)(unsigned char *p, size_t from, size_t to, uint64_t id);
-
-NO_FEEDBACK static int for_each_range(unsigned char *p, size_t usable, size_t limit, uint64_t id, range_fn fn)
-{
-    if (limit > usable)
-        limit = usable;
-    if (usable <= FULL_FILL)
-        return fn(p, 0, limit, id);
-    for (size_t at = 0; at < limit; at += 4096) {
-        size_t to = at + (at == 0 ? 4096 : 64);
-        if (fn(p, at, to < limit ? to : limit, id))
-            return 1;
-    }
-    size_t tail = usable - 4096;
-    return tail < limit ? fn(p, tail, limit, id) : 0;
-}
-
-NO_FEEDBACK static int fill_range(unsigned char *p, size_t from, size_t to, uint64_t id)
-{
-    size_t i = from;
-    for (; i < to && (i & 7); i++)
-        p[i] = pattern_byte(id, i);
-    for (; i + 8 <= to; i += 8) {
-        uint64_t w = pattern_word(id, i / 8);
-        memcpy(p + i, &w, 8);
-    }
-    for (; i < to; i++)
-        p[i] = pattern_byte(id, i);
-    return 0;
-}
-
-static size_t bad_offset;
-
-NO_FEEDBACK static int verify_range(unsigned char *p, size_t from, size_t to, uint64_t id)
-{
-    size_t i = from;
-    for (; i < to && (i & 7); i++)
-        if (p[i] != pattern_byte(id, i))
-            goto bad;
-    for (; i + 8 <= to; i += 8) {
-        uint64_t w;
-        memcpy(&w, p + i, 8);
-        if (w != pattern_word(id, i / 8))
-            break; /* the byte loop below finds which byte */
-    }
-    for (; i < to; i++)
-        if (p[i] != pattern_byte(id, i))
-            goto bad;
-    return 0;
-bad:
-    bad_offset = i;
-    return 1;
-}
-
-NO_FEEDBACK static int zero_range(unsigned char *p, size_t from, size_t to, uint64_t id)
-{
-    (void)id;
-    for (size_t i = from; i < to; i++) {
-        if (p[i]) {
-            bad_offset = i;
-            return 1;
-        }
-    }
-    return 0;
-}
-
-void fill_block(block *b) { for_each_range(b->p, b->usable, b->usable, b->id, fill_range); }
+void fill_block(block *b) { pattern_fill(b->p, b->usable, b->id); }
 
 void verify_block(const block *b, size_t limit, const char *when)
 {
-    if (for_each_range(b->p, b->usable, limit, b->id, verify_range))
-        fuzz_fail("block %p (%zu bytes, id %llu): byte %zu changed %s", (void *)b->p, b->size,
-                  (unsigned long long)b->id, bad_offset, when);
+    size_t bad = pattern_find_bad(b->p, b->usable, limit, b->id);
+    if (bad != PATTERN_OK)
+        expect_fail("block %p (%zu bytes, id %llu): byte %zu changed %s", (void *)b->p, b->size,
+                  (unsigned long long)b->id, bad, when);
 }
 
 void verify_zeroed(unsigned char *p, size_t len)
 {
-    if (for_each_range(p, len, len, 0, zero_range))
-        fuzz_fail("calloc block %p: byte %zu of %zu is not zero", (void *)p, bad_offset, len);
+    size_t bad = pattern_find_nonzero(p, len);
+    if (bad != PATTERN_OK)
+        expect_fail("calloc block %p: byte %zu of %zu is not zero", (void *)p, bad, len);
 }
 
 /* ---- model queries ---------------------------------------------------------------------- */
@@ -221,7 +135,7 @@ void check_heap(heap_model *m)
 {
     char why[256];
     if (rp_heap_check(m->h, why, sizeof why) != 0)
-        fuzz_fail("rp_heap_check(%s): %s", rp_heap_name(m->h), why);
+        expect_fail("rp_heap_check(%s): %s", rp_heap_name(m->h), why);
     rp_heap_stats_t st;
     EXPECT(rp_heap_stats(m->h, &st) == 0, "rp_heap_stats failed");
     EXPECT(st.alloc_calls == m->allocs, "%s: alloc_calls %llu, the model made %llu", rp_heap_name(m->h),
@@ -286,7 +200,7 @@ void adopt(int s, int heap, unsigned char *p, size_t size, size_t align, uint64_
     for (int i = 0; i < NSLOTS; i++) {
         block *o = &model.slots[i];
         if (o->p && ranges_overlap(o->p, extent(o), p, extent(&nb)))
-            fuzz_fail("new block %p (+%zu) overlaps live block %p (+%zu)", (void *)p, usable, (void *)o->p, o->usable);
+            expect_fail("new block %p (+%zu) overlaps live block %p (+%zu)", (void *)p, usable, (void *)o->p, o->usable);
     }
     for (int k = 0; k < NHEAPS; k++) {
         heap_model *hm = &model.heaps[k];
@@ -406,7 +320,7 @@ static int walk_visit(const rp_block_info *info, void *arg)
         w->used++;
         block *b = i < w->nlive ? w->by_addr[i] : NULL;
         if (!b || b->p != a || b->heap != w->heap)
-            fuzz_fail("the walk shows a used block %p (+%zu) the program does not hold", info->addr, info->size);
+            expect_fail("the walk shows a used block %p (+%zu) the program does not hold", info->addr, info->size);
         int s = (int)(b - model.slots);
         EXPECT(!w->seen[s], "the walk shows block %p twice", info->addr);
         w->seen[s] = 1;
@@ -431,7 +345,7 @@ static int walk_visit(const rp_block_info *info, void *arg)
     unsigned char *lo = info->block;
     i = first_ending_after(w, lo);
     if (i < w->nlive && ranges_overlap(lo, info->block_size, w->by_addr[i]->p, extent(w->by_addr[i])))
-        fuzz_fail("%s block %p (+%zu) overlaps live block %p (+%zu)",
+        expect_fail("%s block %p (+%zu) overlaps live block %p (+%zu)",
                   info->state == RP_BLOCK_FREE ? "free" : "quarantined", info->block, info->block_size,
                   (void *)w->by_addr[i]->p, w->by_addr[i]->usable);
     return 0;

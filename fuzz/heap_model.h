@@ -9,6 +9,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "fuzz/block_pattern.h"
+#include "fuzz/expect.h"
 #include "rampart.h"
 #include "src/block.h"
 #include "src/free_index.h"
@@ -30,7 +32,6 @@
 #define NHEAPS 2
 #define NREGIONS 8
 #define STALE_RING 16
-#define FULL_FILL ((size_t)16 << 10) /* blocks up to this size are filled entirely */
 #define ARENA_BYTES ((size_t)8 << 20)
 
 typedef struct block {
@@ -79,21 +80,9 @@ extern unsigned char arena[ARENA_BYTES];
 
 /* ---- failure, tracing, reports ---------------------------------------------------------- */
 
-__attribute__((noreturn, format(printf, 1, 2))) void fuzz_fail(const char *fmt, ...);
-
-#define EXPECT(cond, ...)                                                                      \
-    do {                                                                                       \
-        if (!(cond))                                                                           \
-            fuzz_fail(__VA_ARGS__);                                                            \
-    } while (0)
-
-/* HEAP_OPS_TRACE=1 in the environment prints every operation (for reading a crasher). */
-extern int tracing;
-#define TRACE(...)                                                                             \
-    do {                                                                                       \
-        if (tracing)                                                                           \
-            fprintf(stderr, __VA_ARGS__);                                                      \
-    } while (0)
+/* Failure messages start with where the harness is (operation, flavour). EXPECT, TRACE:
+ * expect.h (HEAP_OPS_TRACE=1 in the environment turns tracing on). */
+void heap_ops_where(FILE *out);
 
 /* The report function the harness installs: counts reports, keeps the first. */
 void capture_report(const rp_report *r, void *arg);
@@ -104,14 +93,6 @@ void expect_no_report(void);
 void expect_report(unsigned kinds, const void *p);
 #define KIND(k) (1u << (k))
 
-/* Bulk work of the harness that says nothing about the heap's state (patterns, model
- * lookups): kept out of coverage feedback and comparison tracing, which would otherwise cost
- * most of the run time. */
-#if defined(__clang__) && __clang_major__ >= 13
-#define NO_FEEDBACK __attribute__((no_sanitize("coverage")))
-#else
-#define NO_FEEDBACK
-#endif
 
 /* ---- blocks and their pattern ------------------------------------------------------------- */
 

@@ -32,6 +32,7 @@
 
 #include "fuzz/fuzz_input.h"
 #include "fuzz/heap_model.h"
+#include "fuzz/size_codes.h"
 
 /* ---- decoding ---------------------------------------------------------------------------- */
 
@@ -40,45 +41,11 @@ static const size_t special_sizes[] = {
     0xfffff000u, (size_t)1 << 43, ((size_t)1 << 43) + 1, SIZE_MAX / 2, SIZE_MAX - 4095, SIZE_MAX,
 };
 
-/* Top three bits choose a range, so every size class and edge is a few bits away. */
-static size_t decode_size(uint16_t v)
-{
-    size_t x = v & 0x1fff;
-    switch (v >> 13) {
-    case 0:
-        return x & 0x3f;
-    case 1:
-        return x & 0x3ff;
-    case 2:
-        return x;
-    case 3:
-        return x << 3;
-    case 4:
-        return x << 6;
-    case 5:
-        return (x & 0x3ff) << 12; /* whole pages */
-    case 6: {                     /* around a page boundary */
-        size_t s = (x & 0xff) << 12;
-        size_t delta = (x >> 8) * 16; /* 0 .. 496 */
-        return s + delta >= 256 ? s + delta - 256 : 0;
-    }
-    default:
-        return special_sizes[x % (sizeof special_sizes / sizeof special_sizes[0])];
-    }
-}
+static size_t decode_size(uint16_t v) { return size_code(v, LARGE_PAGES, CODE_TABLE(special_sizes)); }
 
 static const size_t special_aligns[] = {3, 24, 4097, 6144, (size_t)1 << 40, (size_t)1 << 63, SIZE_MAX, 12288};
 
-/* Low five bits: 0 = default, 1..23 = 2^(v-1) (1 B .. 4 MiB), 24..31 = odd cases. */
-static size_t decode_align(uint8_t v)
-{
-    v &= 31;
-    if (v == 0)
-        return 0;
-    if (v <= 23)
-        return (size_t)1 << (v - 1);
-    return special_aligns[v - 24];
-}
+static size_t decode_align(uint8_t v) { return align_code(v, special_aligns); }
 
 static int align_valid(size_t a) { return a == 0 || (a & (a - 1)) == 0; }
 static size_t align_normal(size_t a) { return a < 16 ? 16 : a; }
@@ -244,7 +211,7 @@ static void do_add_region(uint16_t offset, uint16_t len16, uint8_t misalign)
         m->regions[m->nregions].len = len;
         m->nregions++;
     } else {
-        fuzz_fail("model region table full"); /* cannot happen: see the NREGIONS guard in run() */
+        expect_fail("model region table full"); /* cannot happen: see the NREGIONS guard in run() */
     }
 }
 
@@ -338,12 +305,10 @@ static void run(fuzz_input *in)
     check_all();
 
     for (model.op = 0; model.op < MAX_OPS && fuzz_more(in); model.op++) {
-        /* Low four bits: opcodes keep their meaning as operations are added (13..15 are
-         * free for new ones and do nothing yet), so corpora stay meaningful. */
-        uint8_t op = fuzz_u8(in) & 15;
-        if (op >= OP_COUNT)
+        /* 13..15 are free for new operations and do nothing yet. */
+        int op = fuzz_opcode(in, op_names, OP_COUNT, &model.op_name);
+        if (op < 0)
             continue;
-        model.op_name = op_names[op];
         TRACE("op %lu %s\n", model.op, model.op_name);
         switch (op) {
         case OP_ALLOC: {
@@ -356,7 +321,7 @@ static void run(fuzz_input *in)
         case OP_CALLOC: {
             int s = fuzz_u8(in);
             uint8_t n = fuzz_u8(in);
-            size_t count = n < 0xf0 ? n : special_counts[(n - 0xf0) % (sizeof special_counts / sizeof special_counts[0])];
+            size_t count = count_code(n, CODE_TABLE(special_counts));
             size_t size = decode_size(fuzz_u16(in));
             do_calloc(s, count, size, decode_align(fuzz_u8(in)));
             break;
@@ -442,13 +407,20 @@ static void run(fuzz_input *in)
     }
 }
 
+/* Debug flavour: report and continue, so misuse is checked in-process, printing nothing. Set
+ * before the first call into rampart (options are read once, by the dump triggers'
+ * constructor before main): a constructor of higher priority, in the same executable
+ * (linkstatic in fuzz/BUILD). An explicit setting wins. */
+__attribute__((constructor(101))) static void set_options(void)
+{
+    setenv("RAMPART_OPTIONS", "on_error=continue:report_path=/dev/null", 0);
+}
+
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     (void)argc, (void)argv;
-    /* Debug flavour: report and continue, so misuse is checked in-process. Set before the
-     * first call into rampart (options are read once). An explicit setting wins. */
-    setenv("RAMPART_OPTIONS", "on_error=continue:report_path=/dev/null", 0);
-    tracing = getenv("HEAP_OPS_TRACE") != NULL;
+    expect_tracing = getenv("HEAP_OPS_TRACE") != NULL;
+    expect_context(heap_ops_where, NULL);
     rp_set_report_fn(capture_report, NULL, NULL);
     /* OP_EDGES looks at the default heap; create it now, outside the per-input leak check. */
     rp_default_heap();

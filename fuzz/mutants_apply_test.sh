@@ -4,8 +4,8 @@
 # sources are symlinks: patch a real copy.
 copy=${TEST_TMPDIR:-$(mktemp -d)}/tree
 mkdir -p "$copy"
-for d in src debug; do
-    [ -d "$d" ] && cp -RL "$d" "$copy/"
+for d in src debug tools/rpdump; do
+    [ -d "$d" ] && mkdir -p "$copy/$(dirname "$d")" && cp -RL "$d" "$copy/$(dirname "$d")/"
 done
 status=0
 n=0

@@ -4,6 +4,10 @@ are named by their SHA-1 and merged in by tools/fuzz.sh).
 
     fuzz/seeds.py            rewrite the seed-* files
     fuzz/seeds.py --check    exit 1 if a seed-* file differs from what this script writes
+    fuzz/seeds.py --dumps    also rewrite dump_parser's seeds: real dumps, written by
+                             //fuzz:dump_seed_writer_{release,debug} (built and run through
+                             tools/bazelw), and damaged copies of them. They hold addresses, a
+                             pid and a time, so they differ at every run: --check leaves them out.
 
 heap_ops input format (fuzz/heap_ops.c is the authority):
     shape0: bits 0-3 max_bytes = (v+1) * 512 KiB, bits 4-6 region_bytes = 16 KiB << v,
@@ -11,12 +15,50 @@ heap_ops input format (fuzz/heap_ops.c is the authority):
     shape1: bits 0-2 large_threshold = 4 KiB << v, bits 3-5 retain_bytes = 32 KiB << v
     then operations: an opcode byte (its low four bits; 13..15 do nothing yet) and its
     arguments, little-endian. A size is 16 bits: the top 3 bits pick a range (0: 0..63,
-    1: 0..1023, 2: 0..8191, 3: x*8, 4: x*64, 5: whole pages, 6: around a page boundary,
+    1: 0..1023, 2: 0..8191, 3: x*8, 4: x*64, 5: whole pages (up to 4 MiB), 6: around a page boundary,
     7: special values); an alignment byte is 0 (default), 1..23 for 2^(v-1), 24..31 for
     invalid or huge values, bit 7 = the second heap.
+
+malloc_api input format (fuzz/malloc_api.c is the authority): operations until the input
+    ends, an opcode byte (its low four bits; 15 does nothing yet) and its arguments. A slot
+    byte picks one of 128 blocks the program holds (an occupied slot is freed first). Sizes
+    are 16 bits as for heap_ops, but whole pages (range 5) only up to 1 MiB and malloc_api's
+    own table of special values (range 7: edges, 4 MiB, and sizes from 2^47 on, which must
+    fail). A count byte
+    is its value below 0xf0, else one of 0, 1, 2, 3, 7, 4096, 2^32, SIZE_MAX/2,
+    SIZE_MAX/2 + 1, SIZE_MAX. An alignment byte: 0, 1..23 for 2^(v-1), 24..31 for 3, 24, 48,
+    4097, 12288, 2^47, 2^63, SIZE_MAX.
+        0 malloc slot size          1 calloc slot count size     2 realloc slot size
+        3 reallocarray slot count size                           4 posix_memalign slot align size
+        5 aligned_alloc slot align size                          6 memalign slot align size
+        7 valloc slot size flags (bit 0: pvalloc)                8 free slot how (0 free,
+        1 free_sized, 2 cfree)      9 usable slot                10 thread what slot size
+        (what % 6 on the second thread: 0 free, 1 malloc, 2 realloc, 3 flush, 4 exit, 5 check)
+        11 flush (this thread's cache)                           12 check
+        13 malloc-run slot count size                            14 free-run slot count stride
+
+corruption input format (fuzz/corruption.c is the authority): three bytes naming the one
+    fault, then valid operations until the input ends; the fault is injected after them.
+        fault[0] % 8: 0 overflow, 1 underflow, 2 write after free in quarantine, 3 write
+            after free out of quarantine, 4 double free, 5 interior free, 6 foreign free,
+            7 realloc of a freed block
+        fault[1]: k - 1 (overflow, underflow; modulo 64); where % 3 (start, middle, end) and
+            bytes - 1 in bits 2-3 (writes after free); bit 0: out of quarantine (double free,
+            realloc) or a global rather than a stack address (foreign free); the offset
+            (interior free)
+        fault[2]: which block (a slot, or the n-th oldest quarantined) and the byte written
+    operations: 0 alloc slot size align, 1 free slot, 2 realloc slot size, 3 check,
+        4 alloc-run slot count size, 5 free-run slot count (sizes and alignments as for
+        heap_ops, with corruption's own special sizes)
+
+dump_parser input format: a heap dump (debug/DUMP_FORMAT.md), or any bytes. The harness
+    parses each input as given and again with its checksums repaired (fuzz/dump_repair.h).
 """
 import os
+import shutil
+import subprocess
 import sys
+import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -28,30 +70,31 @@ SPECIAL_SIZES = [0, 1, 15, 16, 17, 24, 4096, 3072, 64512, 65535, 65536, 65537, 1
 SPECIAL_ALIGNS = [3, 24, 4097, 6144, 1 << 40, 1 << 63, 2**64 - 1, 12288]
 
 
-def size16(n):
-    """The 16-bit encoding of size n (exact)."""
+def size16(n, specials=SPECIAL_SIZES, page_limit=1024):
+    """The 16-bit encoding of size n (exact); `specials` is the target's table of range 7,
+    `page_limit` the number of page counts range 5 encodes (1024, or 256 for SMALL_PAGES)."""
     if n < 64:
         return n
     if n < 1024:
         return 1 << 13 | n
     if n < 8192:
         return 2 << 13 | n
-    if n % 4096 == 0 and n // 4096 < 1024:
+    if n % 4096 == 0 and n // 4096 < page_limit:
         return 5 << 13 | n // 4096
     if n % 8 == 0 and n // 8 < 8192:
         return 3 << 13 | n // 8
     if n % 64 == 0 and n // 64 < 8192:
         return 4 << 13 | n // 64
-    if n in SPECIAL_SIZES:
-        return 7 << 13 | SPECIAL_SIZES.index(n)
+    if n in specials:
+        return 7 << 13 | specials.index(n)
     raise ValueError("no exact encoding for size %d" % n)
 
 
-def align8(a, second_heap=False):
+def align8(a, second_heap=False, specials=SPECIAL_ALIGNS):
     if a == 0:
         v = 0
-    elif a in SPECIAL_ALIGNS:
-        v = 24 + SPECIAL_ALIGNS.index(a)
+    elif a in specials:
+        v = 24 + specials.index(a)
     else:
         assert a & (a - 1) == 0 and a <= 1 << 22, a
         v = a.bit_length()
@@ -202,6 +245,224 @@ def heap_ops_seeds():
     return s
 
 
+# ---- malloc_api ------------------------------------------------------------------------------
+
+(M_MALLOC, M_CALLOC, M_REALLOC, M_REALLOCARRAY, M_POSIX_MEMALIGN, M_ALIGNED_ALLOC, M_MEMALIGN, M_VALLOC,
+ M_FREE, M_USABLE, M_THREAD, M_FLUSH, M_CHECK, M_MALLOC_RUN, M_FREE_RUN) = range(15)
+
+MALLOC_SIZES = [0, 1, 15, 16, 17, 24, 1008, 1009, 4096, 65536, 65537, 1 << 20, 4 << 20, 1 << 47,
+                (1 << 63) - 1, 1 << 63, 2**64 - 4096, 2**64 - 16, 2**64 - 1, 1 << 48]
+MALLOC_ALIGNS = [3, 24, 48, 4097, 12288, 1 << 47, 1 << 63, 2**64 - 1]
+MALLOC_COUNTS = [0, 1, 2, 3, 7, 4096, 1 << 32, (2**64 - 1) // 2, 2**63, 2**64 - 1]
+(T_FREE, T_MALLOC, T_REALLOC, T_FLUSH, T_EXIT, T_CHECK) = range(6)
+
+
+def msize(n):
+    return u16(size16(n, MALLOC_SIZES, 256))
+
+
+def mcount(n):
+    return n if n < 0xf0 else 0xf0 + MALLOC_COUNTS.index(n)
+
+
+def malign(a):
+    return align8(a, specials=MALLOC_ALIGNS)
+
+
+def m_malloc(slot, size):
+    return bytes([M_MALLOC, slot]) + msize(size)
+
+
+def m_calloc(slot, count, size):
+    return bytes([M_CALLOC, slot, mcount(count)]) + msize(size)
+
+
+def m_realloc(slot, size):
+    return bytes([M_REALLOC, slot]) + msize(size)
+
+
+def m_reallocarray(slot, count, size):
+    return bytes([M_REALLOCARRAY, slot, mcount(count)]) + msize(size)
+
+
+def m_aligned(op, slot, align, size):
+    return bytes([op, slot, malign(align)]) + msize(size)
+
+
+def m_valloc(slot, size, pvalloc=False):
+    return bytes([M_VALLOC, slot]) + msize(size) + bytes([1 if pvalloc else 0])
+
+
+def m_free(slot, how=0):
+    return bytes([M_FREE, slot, how])
+
+
+def m_thread(what, slot=0, size=0):
+    return bytes([M_THREAD, what, slot]) + msize(size)
+
+
+def m_run(slot, count, size):
+    return bytes([M_MALLOC_RUN, slot, count]) + msize(size)
+
+
+def m_free_run(slot, count, stride=1):
+    return bytes([M_FREE_RUN, slot, count, stride - 1])
+
+
+def malloc_api_seeds():
+    s = {}
+    check, flush = bytes([M_CHECK]), bytes([M_FLUSH])
+    # malloc(0) three times (unique pointers), every small class, usable sizes, the frees.
+    sizes = [0, 0, 0, 1, 15, 16, 17, 24, 100, 1008, 1009, 4096, 65536, 65537, 1 << 20]
+    s["seed-malloc"] = (b"".join(m_malloc(i, n) for i, n in enumerate(sizes)) +
+                        b"".join(bytes([M_USABLE, i]) for i in range(len(sizes))) + check +
+                        b"".join(m_free(i, i % 3) for i in range(len(sizes))) + check)
+    # calloc: zeroed reused memory, products that overflow, zero counts.
+    s["seed-calloc"] = (m_malloc(0, 1000) + m_free(0) + m_calloc(1, 10, 100) + m_calloc(2, 3, 65536) +
+                        m_calloc(3, 0, 100) + m_calloc(4, 2**64 - 1, 16) + m_calloc(5, 1 << 32, 1 << 47) +
+                        m_calloc(6, 2**63, 2) + m_calloc(7, 7, 0) + check)
+    # realloc: grow and shrink in place and by moving, across classes and tiers, to 0 (frees),
+    # from NULL, to impossible sizes (the block stays); reallocarray's overflow and zero count.
+    s["seed-realloc"] = (m_malloc(0, 100) + m_realloc(0, 50) + m_realloc(0, 400) + m_realloc(0, 2000) +
+                         m_realloc(0, 70016) + m_realloc(0, 300032) + m_realloc(0, 5000) + m_realloc(0, 2**64 - 1) +
+                         m_realloc(0, 0) + m_realloc(1, 0) + m_realloc(2, 300) + m_realloc(2, 1 << 48) +
+                         m_reallocarray(3, 10, 100) + m_reallocarray(3, 2**64 - 1, 16) + m_reallocarray(3, 20, 100) +
+                         m_reallocarray(3, 0, 100) + m_reallocarray(4, 3, 4096) + check)
+    # Every alignment code through each aligned function, then valloc and pvalloc.
+    s["seed-aligned"] = (b"".join(m_aligned(op, i, a, 100 + 37 * i) for op in (M_POSIX_MEMALIGN, M_ALIGNED_ALLOC,
+                                                                              M_MEMALIGN)
+                                  for i, a in enumerate([0] + [1 << k for k in range(23)] + MALLOC_ALIGNS)) +
+                         check + m_valloc(40, 0) + m_valloc(41, 5000) + m_valloc(42, 0, True) +
+                         m_valloc(43, 4097, True) + m_valloc(44, 2**64 - 16, True) + m_aligned(M_POSIX_MEMALIGN, 45,
+                                                                                              32, 32) + check)
+    # Two threads: blocks allocated on one and freed or resized on the other, cache flushes,
+    # the second thread's exit (its cache goes back), a new second thread.
+    s["seed-threads"] = (m_run(0, 40, 48) + b"".join(m_thread(T_FREE, i) for i in range(0, 40, 2)) +
+                         m_thread(T_CHECK) + b"".join(m_thread(T_MALLOC, 60 + i, 48) for i in range(20)) +
+                         m_free_run(60, 20) + m_thread(T_REALLOC, 1, 5000) + m_thread(T_REALLOC, 3, 0) +
+                         m_thread(T_FLUSH) + flush + m_thread(T_MALLOC, 90, 4096) + m_thread(T_EXIT) +
+                         m_free(90) + m_thread(T_MALLOC, 91, 100032) + m_thread(T_FREE, 5) + m_thread(T_EXIT) + check)
+    # Thread caches: bins over their limit and the cache over its cap (flushes), page bins.
+    s["seed-cache"] = (m_run(0, 100, 1008) + m_free_run(0, 100) + m_run(0, 100, 8192) + m_free_run(0, 100) +
+                       m_run(0, 40, 4096) + m_free_run(0, 40) + b"".join(m_aligned(M_POSIX_MEMALIGN, i, 4096, 4096)
+                                                                           for i in range(20)) +
+                       m_free_run(0, 20) + check + flush + m_run(0, 100, 24) + m_free_run(0, 100, 3) + check)
+    return s
+
+
+# ---- corruption ------------------------------------------------------------------------------
+
+(F_OVERFLOW, F_UNDERFLOW, F_UAF_QUARANTINED, F_UAF_RELEASED, F_DOUBLE_FREE, F_INTERIOR_FREE, F_FOREIGN_FREE,
+ F_REALLOC_FREED) = range(8)
+CORRUPTION_SIZES = [0, 1, 8, 15, 16, 17, 24, 4096, 3072, 65535, 65536, 65537, 1 << 20, 1 << 44, 2**64 - 1]
+
+
+def csize(n):
+    return u16(size16(n, CORRUPTION_SIZES))
+
+
+def c_alloc(slot, size, align=0):
+    return bytes([0, slot]) + csize(size) + bytes([align8(align)])
+
+
+def c_free(slot):
+    return bytes([1, slot])
+
+
+def c_realloc(slot, size):
+    return bytes([2, slot]) + csize(size)
+
+
+def c_run(slot, count, size):
+    return bytes([4, slot, count]) + csize(size)
+
+
+def c_free_run(slot, count):
+    return bytes([5, slot, count])
+
+
+def fault(kind, param=0, sel=0):
+    return bytes([kind, param, sel])
+
+
+def corruption_seeds():
+    s = {}
+    check = bytes([3])
+    # A heap with small, medium and page-tier blocks, some freed (in quarantine or pushed out).
+    history = (c_run(0, 8, 40) + c_alloc(8, 100032) + c_alloc(9, 3000, 64) + c_alloc(10, 1) + c_free(2) +
+               c_free(5) + c_realloc(3, 200) + check)
+    for k in (1, 8, 9, 33, 64):
+        s["seed-overflow-%d" % k] = fault(F_OVERFLOW, k - 1, 1) + history
+        s["seed-underflow-%d" % k] = fault(F_UNDERFLOW, k - 1, 4) + history
+    s["seed-overflow-large"] = fault(F_OVERFLOW, 15, 8) + history
+    s["seed-underflow-large"] = fault(F_UNDERFLOW, 63, 8) + history
+    for where, name in enumerate(("start", "middle", "end")):
+        s["seed-uaf-quarantined-" + name] = fault(F_UAF_QUARANTINED, where | 3 << 2, 1) + history
+        s["seed-uaf-released-" + name] = fault(F_UAF_RELEASED, where, 0) + history
+    s["seed-uaf-quarantined-large"] = fault(F_UAF_QUARANTINED, 1, 0) + history + c_free(8)
+    s["seed-double-free"] = fault(F_DOUBLE_FREE, 0, 0) + history
+    s["seed-double-free-released"] = fault(F_DOUBLE_FREE, 1, 0) + history
+    s["seed-realloc-freed"] = fault(F_REALLOC_FREED, 0, 1) + history
+    s["seed-realloc-freed-released"] = fault(F_REALLOC_FREED, 1, 1) + history
+    s["seed-interior-free"] = fault(F_INTERIOR_FREE, 17, 9) + history
+    s["seed-interior-free-large"] = fault(F_INTERIOR_FREE, 200, 8) + history
+    s["seed-foreign-stack"] = fault(F_FOREIGN_FREE, 0) + history
+    s["seed-foreign-global"] = fault(F_FOREIGN_FREE, 1) + history
+    # The quarantine's FIFO order under its 64 KiB budget: blocks of many sizes freed in
+    # turn, each operation compared with the model; then a write after free into the oldest.
+    churn = b"".join(c_alloc(i, 512 + 1024 * i) for i in range(20)) + b"".join(c_free(i) for i in range(20))
+    s["seed-quarantine-fifo"] = fault(F_UAF_QUARANTINED, 2, 0) + churn + c_run(30, 20, 4096) + c_free_run(30, 20)
+    return s
+
+
+# ---- dump_parser -----------------------------------------------------------------------------
+
+def written_dumps():
+    """Runs the dump writers (both flavours); returns {name: bytes}. They run from a fixed
+    directory, so the executable path recorded in the dumps is the same on every machine."""
+    root = os.path.dirname(HERE)
+    writers = ["dump_seed_writer_release", "dump_seed_writer_debug"]
+    bazel = os.path.join(root, "tools", "bazelw")
+    subprocess.run([bazel, "build"] + ["//fuzz:" + w for w in writers], cwd=root, check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    bin_dir = subprocess.run([bazel, "info", "bazel-bin"], cwd=root, check=True, capture_output=True,
+                             text=True).stdout.strip()
+    run_dir = os.path.join(tempfile.gettempdir(), "rampart-dump-seeds")
+    shutil.rmtree(run_dir, ignore_errors=True)
+    os.makedirs(run_dir)
+    env = dict(os.environ, RAMPART_OPTIONS="backtrace_depth=64")  # full stacks (debug)
+    for w in writers:
+        exe = os.path.join(run_dir, w)
+        shutil.copy(os.path.join(bin_dir, "fuzz", w), exe)
+        subprocess.run([exe, run_dir], check=True, env=env)
+    dumps = {}
+    for name in sorted(os.listdir(run_dir)):
+        if name.endswith(".rpd"):
+            dumps[name[:-4]] = open(os.path.join(run_dir, name), "rb").read()
+    shutil.rmtree(run_dir)
+    return dumps
+
+
+def dump_parser_seeds():
+    s = {}
+    dumps = written_dumps()
+    for name, data in dumps.items():  # release-heap, release-all, debug-heap, debug-all
+        s["seed-" + name] = data
+    d = dumps["debug-heap"]
+    # Truncated: the header alone, inside the first section, without the footer, one byte
+    # short; one byte too many.
+    s["seed-cut-header"] = d[:32]
+    s["seed-cut-section"] = d[:32 + 150]
+    s["seed-cut-footer"] = d[:-40]
+    s["seed-cut-last-byte"] = d[:-1]
+    s["seed-appended-byte"] = d + b"\0"
+    # A changed byte in the middle (a block record): refused by its section's CRC as given,
+    # a semantic error or a violation once the checksums are repaired.
+    mid = len(d) // 2
+    s["seed-changed-byte"] = d[:mid] + bytes([d[mid] ^ 0x10]) + d[mid + 1:]
+    return s
+
+
 def options_seeds():
     s = {}
     s["seed-empty"] = b""
@@ -221,8 +482,12 @@ def options_seeds():
 
 def main():
     check_only = "--check" in sys.argv[1:]
+    targets = [("heap_ops", heap_ops_seeds()), ("options", options_seeds()), ("malloc_api", malloc_api_seeds()),
+               ("corruption", corruption_seeds())]
+    if "--dumps" in sys.argv[1:] and not check_only:
+        targets.append(("dump_parser", dump_parser_seeds()))
     stale = []
-    for target, seeds in (("heap_ops", heap_ops_seeds()), ("options", options_seeds())):
+    for target, seeds in targets:
         d = os.path.join(HERE, "corpus", target)
         os.makedirs(d, exist_ok=True)
         for name, data in sorted(seeds.items()):

@@ -107,8 +107,9 @@ static inline void *aligned_impl(size_t align, size_t size)
      * page tier serves them (tier.h), so they come straight from a page bin when it has one. */
     rp_tcache *tc = rp_tc_self;
     size_t npages = (size + RP_PAGE_SIZE - 1) >> RP_PAGE_SHIFT;
-    if (RP_LIKELY(tc != NULL) && align >= RP_PAGE_SIZE && npages <= RP_TC_PAGE_BINS && 2 * size > npages << RP_PAGE_SHIFT &&
-        RP_HOOK_PREFIX == 0) {
+    /* The size is bounded before it is rounded: near SIZE_MAX the rounding wraps to 0 pages. */
+    if (RP_LIKELY(tc != NULL) && align >= RP_PAGE_SIZE && size <= ((size_t)RP_TC_PAGE_BINS << RP_PAGE_SHIFT) &&
+        2 * size > npages << RP_PAGE_SHIFT && RP_HOOK_PREFIX == 0) {
         void *p = rp_tc_page_pop(tc, npages, align);
         if (p)
             return p;

@@ -123,6 +123,18 @@ __attribute__((noinline)) void case_underflow_by_1(void)
     KEEP_FRAME();
 }
 
+__attribute__((noinline)) void case_underflow_over_header(void)
+{
+    /* 40 bytes: the canary, the metadata and half the core's header. The core finds no block
+     * at p; the report is still the underflow, at the canary byte nearest the block (the
+     * history went with the metadata). */
+    char *p = alloc_site(24);
+    expect(p - 1, -1);
+    corrupt_bytes(p, -40, 40, 0);
+    free_site(p);
+    KEEP_FRAME();
+}
+
 __attribute__((noinline)) void case_uaf_start(void)
 {
     char *p = alloc_site(64);
@@ -348,6 +360,7 @@ static const test_case cases[] = {
     {"overflow_past_trailer", case_overflow_past_trailer, "", "corrupted-block-header", 1, "free_site", "alloc_site",
      NULL},
     {"underflow_by_1", case_underflow_by_1, "", "heap-buffer-underflow", 1, "free_site", "alloc_site", NULL},
+    {"underflow_over_header", case_underflow_over_header, "", "heap-buffer-underflow", 1, "free_site", NULL, NULL},
     {"uaf_start", case_uaf_start, "", "use-after-free-write", 1, "flush_site", "alloc_site", "free_site"},
     {"uaf_middle", case_uaf_middle, "", "use-after-free-write", 1, "flush_site", "alloc_site", "free_site"},
     {"uaf_periodic_check", case_uaf_periodic_check, "check_interval=1", "use-after-free-write", 1, "alloc_site",

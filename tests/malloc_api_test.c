@@ -265,6 +265,30 @@ static void test_aligned(void)
     CHECK_MALLOC_OK();
 }
 
+/* Page-aligned requests within a page of SIZE_MAX fail with ENOMEM. Their size rounded up to
+ * pages once wrapped to 0, and the page-bin fast path read pbins[-1] — the last class bins —
+ * as a page bin: with a cached 16 KiB block it wrote through a garbage descriptor
+ * (fuzz/regressions/malloc_api/aligned-huge-size-page-bin). */
+static void test_aligned_huge_size(void)
+{
+    rp_malloc_thread_flush();        /* every bin empty ... */
+    void *cached = do_malloc(16368); /* ... but the class-94 bin: its refill keeps a 16 KiB block */
+    REQUIRE(cached);
+    size_t huge[] = {SIZE_MAX, SIZE_MAX - 15, SIZE_MAX - 4095};
+    for (size_t k = 0; k < sizeof huge / sizeof huge[0]; k++) {
+        void *p = NULL;
+        errno = 0;
+        CHECKF(posix_memalign(&p, 4096, huge[k]) == ENOMEM && errno == 0, "posix_memalign(4096, %zu)", huge[k]);
+        errno = 0;
+        CHECKF(aligned_alloc(opaque((size_t)2 << 20), huge[k]) == NULL && errno == ENOMEM, "aligned_alloc(2 MiB, %zu)",
+               huge[k]);
+        errno = 0;
+        CHECKF(valloc(opaque(huge[k])) == NULL && errno == ENOMEM, "valloc(%zu)", huge[k]);
+    }
+    do_free(cached);
+    CHECK_MALLOC_OK();
+}
+
 static void test_aliases(void)
 {
     void *a = __libc_malloc(30);
@@ -475,6 +499,7 @@ int main(void)
     test_calloc();
     test_realloc();
     test_aligned();
+    test_aligned_huge_size();
     test_aliases();
     test_errno_kept_by_free();
     test_misuse();

@@ -7,7 +7,7 @@
 #       fuzz/corpus/ (-merge=1), then prints the coverage summary. A crash stops with the
 #       reproducer. One-hour campaigns: tools/fuzz.sh --time 3600 heap_ops heap_ops_debug
 #   tools/fuzz.sh --coverage [--min PERCENT]
-#       Line coverage of src/ and debug/ from the corpora and regressions (clang source-based
+#       Line coverage of src/, debug/ and tools/rpdump/ from the corpora and regressions (clang source-based
 #       coverage: -fprofile-instr-generate -fcoverage-mapping, llvm-profdata, llvm-cov);
 #       with --min, fails when src/ is below PERCENT.
 #   tools/fuzz.sh --mutants [--time N] [--jobs J] [--no-seeds] [MUTANT...]
@@ -193,7 +193,8 @@ coverage_report() {
     llvm-profdata merge -sparse "$dir"/*.profraw -o "$dir/all.profdata" || return 1
     local dirs=("$root/src")
     [ -d debug ] && dirs+=("$root/debug")
-    say "line coverage of src/ and debug/ from fuzz/corpus and fuzz/regressions (llvm-cov report)"
+    [ -d tools/rpdump ] && dirs+=("$root/tools/rpdump")
+    say "line coverage of src/, debug/ and tools/rpdump/ from fuzz/corpus and fuzz/regressions (llvm-cov report)"
     llvm-cov report -instr-profile="$dir/all.profdata" "${objects[@]:1}" "${dirs[@]}" |
         sed "s#$root/##"
     llvm-cov export -summary-only -instr-profile="$dir/all.profdata" "${objects[@]:1}" "${dirs[@]}" >"$dir/summary.json"
@@ -267,6 +268,7 @@ mutants() {
     mkdir -p "$base"
     cp -r src fuzz "$base/"
     [ -d debug ] && cp -r debug "$base/"
+    [ -d tools/rpdump ] && mkdir -p "$base/tools" && cp -r tools/rpdump "$base/tools/"
     say "baseline: the unmutated targets replay their corpora cleanly"
     local targets
     targets=$(for p in "${patches[@]}"; do awk '/^Target:/ { print $2; exit }' "$p"; done | sort -u)
@@ -302,7 +304,9 @@ mutants() {
         if [ "$rc" -ne 0 ] && grep -q '^!! .*crash' "$work/$name.run"; then
             caught=$((caught + 1))
             local why
-            why=$(sed -n '/^-- report:/,$p' "$work/$name.run" | sed -n 2p | sed -E 's/0x[0-9a-f]+/0x.../g' | cut -c1-110)
+            # The first line of the report proper (libFuzzer's indented NEW_FUNC lines left out).
+            why=$(sed -n '/^-- report:/,$p' "$work/$name.run" | sed 1d | grep -v -E '^[[:space:]]' | head -1 |
+                sed -E 's/0x[0-9a-f]+/0x.../g' | cut -c1-110)
             lines+=("$(printf '%-24s %-16s caught in %5s s: %s' "$name" "$target" "$secs_taken" "$why")")
         else
             lines+=("$(printf '%-24s %-16s NOT caught in %s s' "$name" "$target" "$secs")")
@@ -376,11 +380,14 @@ reduce_corpora() {
 }
 
 update_manifests() {
-    "$bazel" build //fuzz:all >"$work/build.log" 2>&1 || { tail -30 "$work/build.log"; return 1; }
-    local bin label name
+    # Only the manifest rules: a new target's manifest test needs the file not written yet.
+    local bin label name labels
+    labels=$("$bazel" query 'kind("_fuzz_manifest rule", //fuzz:all)' 2>/dev/null)
+    # shellcheck disable=SC2086 # one label per word
+    "$bazel" build $labels >"$work/build.log" 2>&1 || { tail -30 "$work/build.log"; return 1; }
     bin="$("$bazel" info bazel-bin 2>/dev/null)/fuzz"
     rm -f fuzz/manifests/*.txt
-    for label in $("$bazel" query 'kind("_fuzz_manifest rule", //fuzz:all)' 2>/dev/null); do
+    for label in $labels; do
         name=${label#//fuzz:}
         name=${name%_manifest}
         cp "$bin/${name}_manifest.txt" "fuzz/manifests/$name.txt"

@@ -38,6 +38,9 @@ typedef struct rpd_options {
     size_t mem_cap;            /* --memory-cap BYTES (default 1 GiB) */
 } rpd_options;
 
+/* The defaults of every option (what rpdump uses when the command line says nothing). */
+void rpd_options_init(rpd_options *o);
+
 /* An opened dump with its path, for error messages. */
 typedef struct rpd_input {
     const char *path;
