@@ -90,6 +90,7 @@ static rp_tcache *tc_create(void)
     tc->key = cache_key;
     tc->secret = rp_arena_secret();
     tc->cap = cache_cap;
+    tc->room = (ptrdiff_t)cache_cap;
     tc->arena = arena;
     for (unsigned c = 0; c < RP_TC_CLASSES; c++)
         tc->bins[c].limit = bin_limit(rp_tc_class_size(c), tc->cap, RP_TC_LIMIT_MAX);
@@ -158,7 +159,8 @@ void *rp_tc_corrupt(rp_tcache *tc, unsigned c, const void *at)
                  "(written after free?)", rp_tc_class_size(c), at);
     /* Abandon the bin: its blocks stay allocated (nothing damaged is followed). */
     size_t approx = (size_t)bin->count * rp_tc_class_size(c);
-    __atomic_store_n(&tc->bytes, tc->bytes > approx ? tc->bytes - approx : 0, __ATOMIC_RELAXED);
+    size_t held = tc->cap - (size_t)tc->room;
+    __atomic_store_n(&tc->room, (ptrdiff_t)(tc->cap - (held > approx ? held - approx : 0)), __ATOMIC_RELAXED);
     bin->head = NULL;
     bin->count = 0;
     rp_report_fault(&f);
@@ -252,7 +254,7 @@ static void flush_tail(rp_tcache *tc, unsigned c, uint32_t keep)
     else
         bin->head = NULL;
     bin->count = keep;
-    __atomic_store_n(&tc->bytes, tc->bytes - bytes, __ATOMIC_RELAXED);
+    __atomic_store_n(&tc->room, tc->room + (ptrdiff_t)bytes, __ATOMIC_RELAXED);
     __atomic_store_n(&tc->flushes, tc->flushes + 1, __ATOMIC_RELAXED);
     release_flushed(key, c, ptrs, sizes, n);
 }
@@ -274,7 +276,7 @@ static void flush_pages(rp_tcache *tc, unsigned i, uint32_t keep)
     for (uint32_t k = 0; k < keep; k++)
         pb->slot[k] = pb->slot[n + k];
     pb->count = keep;
-    __atomic_store_n(&tc->bytes, tc->bytes - n * page_bin_bytes(i), __ATOMIC_RELAXED);
+    __atomic_store_n(&tc->room, tc->room + (ptrdiff_t)(n * page_bin_bytes(i)), __ATOMIC_RELAXED);
     __atomic_store_n(&tc->flushes, tc->flushes + 1, __ATOMIC_RELAXED);
     release_blocks(ptrs, n);
 }
@@ -318,9 +320,9 @@ static void flush_fullest(rp_tcache *tc)
  * Returns 1 if they fit now. */
 static int make_room(rp_tcache *tc, size_t bytes)
 {
-    for (int round = 0; round < 4 && tc->bytes + bytes > tc->cap && tc->bytes; round++)
+    for (int round = 0; round < 4 && tc->room < (ptrdiff_t)bytes && (size_t)tc->room < tc->cap; round++)
         flush_fullest(tc);
-    return tc->bytes + bytes <= tc->cap;
+    return tc->room >= (ptrdiff_t)bytes;
 }
 
 static void push_slow(rp_tcache *tc, void *p, size_t size, unsigned c);
@@ -376,11 +378,11 @@ void *rp_tc_refill(rp_tcache *tc, unsigned c, size_t size, size_t align)
      * Any block of the class fits a request of the minimum alignment. */
     rp_xfer *x = rp_xfer_of(tc->arena);
     rp_xfer_batch b;
-    if (x && bin->count == 0 && align <= RP_MIN_ALIGN && tc->bytes <= tc->cap &&
-        rp_xfer_take(x, c, bin->limit, tc->cap - tc->bytes, &b)) {
+    if (x && bin->count == 0 && align <= RP_MIN_ALIGN && tc->room > 0 &&
+        rp_xfer_take(x, c, bin->limit, (size_t)tc->room, &b)) {
         bin->head = b.head;
         bin->count = b.count;
-        __atomic_store_n(&tc->bytes, tc->bytes + b.bytes, __ATOMIC_RELAXED);
+        __atomic_store_n(&tc->room, tc->room - (ptrdiff_t)b.bytes, __ATOMIC_RELAXED);
         __atomic_store_n(&tc->refills, tc->refills + 1, __ATOMIC_RELAXED);
         return rp_tc_pop(tc, c);
     }
@@ -389,7 +391,7 @@ void *rp_tc_refill(rp_tcache *tc, unsigned c, size_t size, size_t align)
         n = RP_TC_BATCH_MAX;
     if (n > (size_t)(bin->limit - bin->count))
         n = bin->limit - bin->count;
-    while (n && tc->bytes + n * cs > tc->cap)
+    while (n && (ptrdiff_t)(n * cs) > tc->room)
         n >>= 1;
     if (n == 0)
         return rp_alloc(tc->arena, size, align);
@@ -431,7 +433,7 @@ void rp_tc_totals(size_t *caches, size_t *bytes, uint64_t *refills, uint64_t *fl
     fl = retired_flushes;
     for (rp_tcache *tc = all_caches; tc; tc = tc->next) {
         n++;
-        by += __atomic_load_n(&tc->bytes, __ATOMIC_RELAXED);
+        by += tc->cap - (size_t)__atomic_load_n(&tc->room, __ATOMIC_RELAXED);
         rf += __atomic_load_n(&tc->refills, __ATOMIC_RELAXED);
         fl += __atomic_load_n(&tc->flushes, __ATOMIC_RELAXED);
     }
@@ -563,9 +565,10 @@ int rp_tc_check(rp_tcache *tc, char *why, size_t len)
     }
     if (table)
         rp_os_scratch_unmap(table, table_bytes);
-    if (!rc && bytes != tc->bytes)
-        rc = rp_why(why, len, "T3: the cache counts %zu bytes, its %zu blocks hold %zu", tc->bytes, blocks, bytes);
-    if (!rc && tc->bytes > tc->cap)
-        rc = rp_why(why, len, "T3: the cache holds %zu bytes, above its cap of %zu", tc->bytes, tc->cap);
+    if (!rc && tc->room < 0)
+        rc = rp_why(why, len, "T3: the cache holds %zu bytes, above its cap of %zu", tc->cap - (size_t)tc->room, tc->cap);
+    if (!rc && bytes != tc->cap - (size_t)tc->room)
+        rc = rp_why(why, len, "T3: the cache counts %zu bytes, its %zu blocks hold %zu", tc->cap - (size_t)tc->room,
+                    blocks, bytes);
     return rc;
 }

@@ -30,7 +30,7 @@
  *       live page-tier block of an arena of exactly n pages, user pointer at its first page,
  *       with RP_PAGEF_CACHED set; no block is cached twice;
  *   T2  bins[c].count is the length of bin c's list; every bin's count <= its limit;
- *   T3  bytes is the sum of the cached blocks' sizes, and bytes <= cap;
+ *   T3  cap - room is the sum of the cached blocks' sizes, and room >= 0;
  *   T4  a block outside every cache (thread caches and the arenas' transfer caches,
  *       transfer_cache.h) carries neither its tag nor RP_PAGEF_CACHED (malloc clears them
  *       when it hands a block out, a flush before the block goes back to its heap).
@@ -71,7 +71,9 @@ typedef struct rp_tc_pbin {
 typedef struct rp_tcache {
     uint64_t key;            /* the process's cache key (copied for locality) */
     uint64_t secret;         /* the arenas' block-check secret (A3 in arena.h) */
-    size_t bytes;            /* T3; written by the owner (relaxed atomic), read by stats */
+    ptrdiff_t room;          /* T3: bytes that may still be cached (cap - bytes held); one
+                                field for free's fast path to test. Written by the owner
+                                (relaxed atomic), read by stats */
     size_t cap;              /* option cache_bytes (0: nothing is ever cached) */
     rp_heap *arena;          /* where refills and direct allocations come from */
     rp_tc_bin bins[RP_TC_CLASSES];
@@ -118,7 +120,7 @@ static inline void *rp_tc_pop(rp_tcache *tc, unsigned c)
     size_t size = (size_t)(w[1] ^ key ^ (uint64_t)(uintptr_t)w);
     bin->head = (void *)next;
     bin->count--;
-    __atomic_store_n(&tc->bytes, tc->bytes - size, __ATOMIC_RELAXED);
+    __atomic_store_n(&tc->room, tc->room + (ptrdiff_t)size, __ATOMIC_RELAXED);
     w[1] = 0; /* T4 */
     return w;
 }
@@ -131,8 +133,8 @@ void rp_tc_push_slow(rp_tcache *tc, void *p, size_t size, unsigned c);
  * check. */
 static inline void rp_tc_push_bin(rp_tcache *tc, rp_tc_bin *bin, void *p, size_t size, uint64_t tag)
 {
-    size_t bytes = tc->bytes + size;
-    if (RP_UNLIKELY(bin->count >= bin->limit || bytes > tc->cap)) {
+    ptrdiff_t room = tc->room - (ptrdiff_t)size;
+    if (RP_UNLIKELY(bin->count >= bin->limit || room < 0)) {
         rp_tc_push_slow(tc, p, size, (unsigned)(bin - tc->bins));
         return;
     }
@@ -141,7 +143,7 @@ static inline void rp_tc_push_bin(rp_tcache *tc, rp_tc_bin *bin, void *p, size_t
     w[1] = tag;
     bin->head = p;
     bin->count++;
-    __atomic_store_n(&tc->bytes, bytes, __ATOMIC_RELAXED);
+    __atomic_store_n(&tc->room, room, __ATOMIC_RELAXED);
 }
 
 static inline void rp_tc_push_tagged(rp_tcache *tc, void *p, size_t size, unsigned c, uint64_t tag)
@@ -183,7 +185,7 @@ static inline void *rp_tc_page_pop(rp_tcache *tc, size_t npages, size_t align)
     rp_page *d = pb->slot[pb->count - 1].d;
     pb->count--;
     __atomic_store_n(&d->flags, (uint8_t)(d->flags & ~RP_PAGEF_CACHED), __ATOMIC_RELAXED); /* T4 */
-    __atomic_store_n(&tc->bytes, tc->bytes - (npages << RP_PAGE_SHIFT), __ATOMIC_RELAXED);
+    __atomic_store_n(&tc->room, tc->room + (ptrdiff_t)(npages << RP_PAGE_SHIFT), __ATOMIC_RELAXED);
     return p;
 }
 
@@ -197,14 +199,14 @@ int rp_tc_page_push_slow(rp_tcache *tc, void *p, rp_page *d);
 static inline int rp_tc_page_push(rp_tcache *tc, void *p, rp_page *d)
 {
     rp_tc_pbin *pb = &tc->pbins[d->npages - 1];
-    size_t bytes = tc->bytes + ((size_t)d->npages << RP_PAGE_SHIFT);
-    if (RP_UNLIKELY(pb->count >= pb->limit || bytes > tc->cap))
+    ptrdiff_t room = tc->room - (ptrdiff_t)((size_t)d->npages << RP_PAGE_SHIFT);
+    if (RP_UNLIKELY(pb->count >= pb->limit || room < 0))
         return rp_tc_page_push_slow(tc, p, d);
     __atomic_store_n(&d->flags, (uint8_t)(d->flags | RP_PAGEF_CACHED), __ATOMIC_RELAXED);
     pb->slot[pb->count].p = p;
     pb->slot[pb->count].d = d;
     pb->count++;
-    __atomic_store_n(&tc->bytes, bytes, __ATOMIC_RELAXED);
+    __atomic_store_n(&tc->room, room, __ATOMIC_RELAXED);
     return 1;
 }
 
