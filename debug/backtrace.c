@@ -1,8 +1,11 @@
+#define _GNU_SOURCE /* reallocarray */
 #define UNW_LOCAL_ONLY
 #include "backtrace.h"
 
 #include <libunwind.h>
+#include <malloc.h>
 #include <pthread.h>
+#include <stdlib.h>
 
 #include "config.h"
 #include "rampart_debug.h"
@@ -10,9 +13,14 @@
 #include "src/report.h"
 
 /* Room for the frames inside rampart on top of the configured depth: the capture itself, a
- * hook, a core function, up to two entry points (rp_calloc -> rp_alloc) and a wrapper. */
+ * hook, a core function, up to two entry points (rp_calloc -> rp_alloc) and a wrapper; with the
+ * malloc drop-in linked in, also its own frames up to the C function the program called. */
 #define INTERNAL_FRAMES 8
-#define CAPTURE_MAX (RP_STACK_MAX_FRAMES + INTERNAL_FRAMES)
+/* Most frames of the drop-in between rampart's entry point and the malloc-family function the
+ * program called (malloc -> malloc_cached -> rp_tc_refill -> rp_alloc; the first allocation of a
+ * thread also goes through the cache's creation). */
+#define WRAPPER_GAP 5
+#define CAPTURE_MAX (RP_STACK_MAX_FRAMES + INTERNAL_FRAMES + WRAPPER_GAP)
 #define REPORT_DEPTH_WHEN_OFF 16
 
 typedef struct code_range {
@@ -20,11 +28,23 @@ typedef struct code_range {
     const char *name;
 } code_range;
 
-static code_range entries[16];
-static unsigned nentries;
-static uintptr_t entries_lo = UINTPTR_MAX, entries_hi; /* hull of all entry ranges */
+/* A set of functions' code ranges, with their hull for a one-compare miss. */
+typedef struct code_set {
+    code_range r[24];
+    unsigned n;
+    uintptr_t lo, hi;
+} code_set;
+
+/* rampart's entry points (rp_alloc, rp_free, ...), and the C allocation functions when they
+ * are rampart's (the malloc drop-in is linked in; wrappers stays empty otherwise). */
+static code_set entries = {.lo = UINTPTR_MAX}, wrappers = {.lo = UINTPTR_MAX};
+static unsigned internal_frames = INTERNAL_FRAMES;
 static code_range report_fn;
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+
+/* Defined by the malloc drop-in (src/arena.c): present exactly when the process's malloc,
+ * free, ... in this link are rampart's. */
+extern int rp_malloc_ready(void) __attribute__((weak));
 
 static int range_of(void *fn, const char *name, code_range *out)
 {
@@ -37,47 +57,101 @@ static int range_of(void *fn, const char *name, code_range *out)
     return 0;
 }
 
-static void add_entry(void *fn, const char *name)
+static void add(code_set *s, void *fn, const char *name)
 {
-    if (nentries < sizeof entries / sizeof entries[0] && range_of(fn, name, &entries[nentries]) == 0) {
-        if (entries[nentries].lo < entries_lo)
-            entries_lo = entries[nentries].lo;
-        if (entries[nentries].hi > entries_hi)
-            entries_hi = entries[nentries].hi;
-        nentries++;
+    if (s->n < sizeof s->r / sizeof s->r[0] && range_of(fn, name, &s->r[s->n]) == 0) {
+        if (s->r[s->n].lo < s->lo)
+            s->lo = s->r[s->n].lo;
+        if (s->r[s->n].hi > s->hi)
+            s->hi = s->r[s->n].hi;
+        s->n++;
     }
+}
+
+typedef struct named_fn {
+    void *fn;
+    const char *name;
+} named_fn;
+#define NAMED(f) {(void *)(f), #f}
+
+static void add_all(code_set *s, const named_fn *fns, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        add(s, fns[i].fn, fns[i].name);
 }
 
 static void init(void)
 {
-    add_entry((void *)rp_alloc, "rp_alloc");
-    add_entry((void *)rp_calloc, "rp_calloc");
-    add_entry((void *)rp_realloc, "rp_realloc");
-    add_entry((void *)rp_free, "rp_free");
-    add_entry((void *)rp_usable_size, "rp_usable_size");
-    add_entry((void *)rp_heap_check, "rp_heap_check");
-    add_entry((void *)rp_heap_destroy, "rp_heap_destroy");
-    add_entry((void *)rp_quarantine_flush, "rp_quarantine_flush");
+    static const named_fn entry_points[] = {
+        NAMED(rp_alloc),       NAMED(rp_calloc),     NAMED(rp_realloc),      NAMED(rp_free),
+        NAMED(rp_usable_size), NAMED(rp_heap_check), NAMED(rp_heap_destroy), NAMED(rp_quarantine_flush),
+    };
+    /* The malloc drop-in's functions (src/malloc.c), by the names a program calls. */
+    static const named_fn malloc_family[] = {
+        NAMED(malloc),       NAMED(free),           NAMED(calloc),        NAMED(realloc),
+        NAMED(reallocarray), NAMED(posix_memalign), NAMED(aligned_alloc), NAMED(memalign),
+        NAMED(valloc),       NAMED(pvalloc),        NAMED(malloc_usable_size), NAMED(malloc_trim),
+    };
+    add_all(&entries, entry_points, sizeof entry_points / sizeof entry_points[0]);
+    if (rp_malloc_ready) {
+        add_all(&wrappers, malloc_family, sizeof malloc_family / sizeof malloc_family[0]);
+        internal_frames = INTERNAL_FRAMES + WRAPPER_GAP;
+    }
     if (range_of((void *)rp_report_fault, "rp_report_fault", &report_fn) != 0)
         report_fn.lo = report_fn.hi = 0;
 }
 
 void rp_backtrace_init(void) { pthread_once(&init_once, init); }
 
-static inline const code_range *entry_of(uintptr_t pc)
+static inline const code_range *find_in(const code_set *s, uintptr_t pc)
 {
     /* Return addresses point after the call; pc - 1 is inside the calling function. */
     pc -= 1;
-    if (pc < entries_lo || pc >= entries_hi)
+    if (pc < s->lo || pc >= s->hi)
         return NULL; /* most frames: the program's own code */
-    for (unsigned i = 0; i < nentries; i++)
-        if (pc >= entries[i].lo && pc < entries[i].hi)
-            return &entries[i];
+    for (unsigned i = 0; i < s->n; i++)
+        if (pc >= s->r[i].lo && pc < s->r[i].hi)
+            return &s->r[i];
     return NULL;
 }
 
-/* Index of the first frame after the run of entry-point frames starting at or after from;
- * from itself when no entry point is found. */
+static inline const code_range *entry_of(uintptr_t pc) { return find_in(&entries, pc); }
+
+static inline const code_range *wrapper_of(uintptr_t pc) { return find_in(&wrappers, pc); }
+
+/* Index of the first frame after the run of rampart frames (entry points, drop-in wrappers)
+ * starting at i; *name (if non-NULL) receives the outermost one's name. */
+static unsigned after_run(const uintptr_t *frames, unsigned n, unsigned i, const char **name)
+{
+    const code_range *e;
+    while (i < n && ((e = entry_of(frames[i])) != NULL || (e = wrapper_of(frames[i])) != NULL)) {
+        if (name)
+            *name = e->name;
+        i++;
+    }
+    return i;
+}
+
+/* i is just past rampart's entry points: when a malloc-family function of the drop-in follows
+ * within WRAPPER_GAP frames (the drop-in's internal functions in between), the index past it,
+ * otherwise i. A core entry point in between would be a program callback (a report function)
+ * calling rampart again: its frame is the program's and is not crossed. */
+static unsigned past_wrappers(const uintptr_t *frames, unsigned n, unsigned i, const char **name)
+{
+    for (;;) {
+        unsigned k = 0;
+        while (k < WRAPPER_GAP && i + k < n && !entry_of(frames[i + k]) && !wrapper_of(frames[i + k]))
+            k++;
+        if (k == WRAPPER_GAP || i + k >= n || !wrapper_of(frames[i + k]))
+            return i;
+        i = after_run(frames, n, i + k, name);
+    }
+}
+
+/* Index of the first frame after rampart's own frames, searching from `from`: past the first
+ * run of entry points and the drop-in's wrapper around it, so that frame 0 of the result is
+ * the program's call to malloc, free, ... or to rp_*. Returns from itself when no entry point
+ * is found. */
 static unsigned after_entries(const uintptr_t *frames, unsigned n, unsigned from, const char **name)
 {
     unsigned i = from;
@@ -85,15 +159,7 @@ static unsigned after_entries(const uintptr_t *frames, unsigned n, unsigned from
         i++;
     if (i == n)
         return from;
-    while (i < n) {
-        const code_range *e = entry_of(frames[i]);
-        if (!e)
-            break;
-        if (name)
-            *name = e->name;
-        i++;
-    }
-    return i;
+    return past_wrappers(frames, n, after_run(frames, n, i, name), name);
 }
 
 #if defined(__has_feature)
@@ -148,7 +214,7 @@ __attribute__((noinline)) uint32_t rp_backtrace_program_stack(void)
     if (depth == 0)
         return 0;
     uintptr_t frames[CAPTURE_MAX];
-    unsigned n = capture(frames, depth + INTERNAL_FRAMES);
+    unsigned n = capture(frames, depth + internal_frames);
     return store(frames, n, after_entries(frames, n, 1, NULL), depth);
 }
 
@@ -159,7 +225,7 @@ __attribute__((noinline)) uint32_t rp_backtrace_report_stack(const char **entry_
     if (depth == 0)
         depth = REPORT_DEPTH_WHEN_OFF;
     uintptr_t frames[CAPTURE_MAX];
-    unsigned n = capture(frames, depth + INTERNAL_FRAMES);
+    unsigned n = capture(frames, depth + internal_frames);
     unsigned from = 1;
     for (unsigned i = 1; i < n; i++) {
         if (frames[i] - 1 >= report_fn.lo && frames[i] - 1 < report_fn.hi) {
@@ -174,7 +240,8 @@ __attribute__((noinline)) uint32_t rp_backtrace_report_stack(const char **entry_
         if (e)
             *entry_name = e->name;
     }
-    from = after_entries(frames, n, from, entry_name);
+    unsigned past = past_wrappers(frames, n, from, entry_name);
+    from = past != from ? past : after_entries(frames, n, from, entry_name);
     return store(frames, n, from, depth);
 }
 

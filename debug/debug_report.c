@@ -82,10 +82,12 @@ static void print_location(rp_sink_buf *b, const void *address, const void *bloc
                    where, size, block, (const void *)hi);
 }
 
+/* The report being delivered on this thread. Initial-exec, as the drop-in's thread state: with
+ * rampart as malloc no access may go through __tls_get_addr, which can allocate. */
 static __thread struct {
     const rp_report *report;
     rp_report_history history;
-} delivering;
+} delivering __attribute__((tls_model("initial-exec")));
 
 int rp_report_get_history(const rp_report *r, rp_report_history *out)
 {

@@ -31,7 +31,6 @@ static size_t stored;                      /* ids 1..stored exist; release-publi
 static size_t os_bytes;
 static char *chunk_next, *chunk_end;
 static pthread_mutex_t depot_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 
 static depot_stack *stack_of_id(size_t id) { return id_pages[id >> IDS_PER_PAGE_BITS][id & (IDS_PER_PAGE - 1)]; }
 
@@ -52,7 +51,9 @@ static void depot_reset_in_child(void)
     newest->next = *bucket;
     *bucket = newest;
 }
-static void register_atfork(void) { pthread_atfork(NULL, NULL, depot_reset_in_child); }
+/* At load time, not on the first insertion: that runs inside malloc with a heap locked, and
+ * pthread_atfork may allocate. */
+__attribute__((constructor)) static void register_atfork(void) { pthread_atfork(NULL, NULL, depot_reset_in_child); }
 
 static uint32_t hash_frames(const uintptr_t *frames, unsigned n)
 {
@@ -103,7 +104,6 @@ uint32_t rp_depot_put(const uintptr_t *frames, unsigned n)
     uint32_t id = find(hash, frames, n);
     if (id)
         return id;
-    pthread_once(&atfork_once, register_atfork);
     pthread_mutex_lock(&depot_lock);
     id = find(hash, frames, n); /* another thread may have stored it meanwhile */
     if (id)
