@@ -5,9 +5,10 @@
  *     free, and both stacks start with the program's own functions (function+offset and
  *     module+offset consistent with what dladdr says in that process); with
  *     on_error=continue and report_path=FILE the program goes on and the report is in FILE;
+ *     the same for a non-PIE build of it (malloc's canonical address is then the program's);
  *   - leak_program leaks from two call sites: leak_report=1 lists exactly those two groups
  *     with their counts and bytes, largest first, and leak_exit_code sets the exit status.
- * Arguments: the library, overflow_program, leak_program. */
+ * Arguments: the library, leak_program, then the overflow programs. */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <limits.h>
@@ -21,7 +22,8 @@
 #include "tests/report_parse.h"
 #include "tests/testing.h"
 
-static char library[PATH_MAX], overflow_program[PATH_MAX], leak_program[PATH_MAX];
+static char library[PATH_MAX], leak_program[PATH_MAX];
+static char overflow_program[PATH_MAX]; /* the one being checked */
 
 /* Runs program under the debug library with options. */
 static void run_preloaded(const char *program, const char *options, child_result *r)
@@ -167,9 +169,12 @@ static void check_leaks(void)
 
 int main(int argc, char **argv)
 {
-    REQUIRE(argc == 4);
-    REQUIRE(realpath(argv[1], library) && realpath(argv[2], overflow_program) && realpath(argv[3], leak_program));
-    check_overflow();
+    REQUIRE(argc >= 4);
+    REQUIRE(realpath(argv[1], library) && realpath(argv[2], leak_program));
+    for (int i = 3; i < argc; i++) {
+        REQUIRE(realpath(argv[i], overflow_program));
+        check_overflow();
+    }
     check_leaks();
     TEST_MAIN_END();
 }

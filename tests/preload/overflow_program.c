@@ -11,9 +11,14 @@
 /* A compiler barrier after a call whose caller must keep its frame (no tail call). */
 #define KEEP_FRAME() __asm__ volatile("" ::: "memory")
 
+/* The program calls malloc and free through pointers, as Python's allocator table does: in a
+ * non-PIE build their addresses are then the program's PLT entries, for every module. */
+void *(*volatile allocate)(size_t) = malloc;
+void (*volatile release)(void *) = free;
+
 __attribute__((noinline)) char *make_buffer(size_t n)
 {
-    char *p = malloc(n);
+    char *p = allocate(n);
     KEEP_FRAME();
     return p;
 }
@@ -28,7 +33,7 @@ __attribute__((noinline)) void fill_buffer(char *p, size_t n)
 
 __attribute__((noinline)) void release_buffer(char *p)
 {
-    free(p);
+    release(p);
     KEEP_FRAME();
 }
 
