@@ -13,31 +13,33 @@
 #include "src/report.h"
 
 /* Room for the frames inside rampart on top of the configured depth: the capture itself, a
- * hook, a core function, up to two entry points (rp_calloc -> rp_alloc) and a wrapper; with the
- * malloc drop-in linked in, also its own frames up to the C function the program called. */
+ * hook, a core function, up to two entry points (rp_calloc -> rp_alloc) and a wrapper. */
 #define INTERNAL_FRAMES 8
-/* Most frames of the drop-in between rampart's entry point and the malloc-family function the
- * program called (malloc -> malloc_cached -> rp_tc_refill -> rp_alloc; the first allocation of a
- * thread also goes through the cache's creation). */
+/* With the malloc drop-in linked in, its own frames between rampart's entry point and the
+ * malloc-family function the program called: malloc -> malloc_cached -> rp_tc_refill ->
+ * rp_alloc is two more than the 8 above plan for (calloc and realloc three); the first
+ * allocation of a thread also creates its cache (five in all, WRAPPER_GAP). A stack with more
+ * internal frames than planned is recorded with fewer program frames, nothing worse. */
+#define WRAPPER_FRAMES 3
 #define WRAPPER_GAP 5
-#define CAPTURE_MAX (RP_STACK_MAX_FRAMES + INTERNAL_FRAMES + WRAPPER_GAP)
+#define CAPTURE_MAX (RP_STACK_MAX_FRAMES + INTERNAL_FRAMES + WRAPPER_FRAMES)
 #define REPORT_DEPTH_WHEN_OFF 16
+
+enum { RANGE_ENTRY, RANGE_WRAPPER };
 
 typedef struct code_range {
     uintptr_t lo, hi;
     const char *name;
+    int kind; /* RANGE_ENTRY: rampart's entry points (rp_alloc, rp_free, ...); RANGE_WRAPPER:
+                 the C allocation functions, registered when they are rampart's (the malloc
+                 drop-in is linked in) */
 } code_range;
 
-/* A set of functions' code ranges, with their hull for a one-compare miss. */
-typedef struct code_set {
-    code_range r[24];
-    unsigned n;
-    uintptr_t lo, hi;
-} code_set;
-
-/* rampart's entry points (rp_alloc, rp_free, ...), and the C allocation functions when they
- * are rampart's (the malloc drop-in is linked in; wrappers stays empty otherwise). */
-static code_set entries = {.lo = UINTPTR_MAX}, wrappers = {.lo = UINTPTR_MAX};
+/* Every range, sorted by address, and their hull: most frames (the program's) are outside it
+ * and cost one comparison; the others a binary search. Written once by init(). */
+static code_range ranges[24];
+static unsigned nranges;
+static uintptr_t ranges_lo = UINTPTR_MAX, ranges_hi;
 static unsigned internal_frames = INTERNAL_FRAMES;
 static code_range report_fn;
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
@@ -57,27 +59,30 @@ static int range_of(void *fn, const char *name, code_range *out)
     return 0;
 }
 
-static void add(code_set *s, void *fn, const char *name)
-{
-    if (s->n < sizeof s->r / sizeof s->r[0] && range_of(fn, name, &s->r[s->n]) == 0) {
-        if (s->r[s->n].lo < s->lo)
-            s->lo = s->r[s->n].lo;
-        if (s->r[s->n].hi > s->hi)
-            s->hi = s->r[s->n].hi;
-        s->n++;
-    }
-}
-
 typedef struct named_fn {
     void *fn;
     const char *name;
 } named_fn;
 #define NAMED(f) {(void *)(f), #f}
 
-static void add_all(code_set *s, const named_fn *fns, size_t n)
+/* Adds the functions' ranges of one kind, keeping the table sorted (insertion: no qsort,
+ * which may allocate). */
+static void add_all(const named_fn *fns, size_t n, int kind)
 {
-    for (size_t i = 0; i < n; i++)
-        add(s, fns[i].fn, fns[i].name);
+    for (size_t i = 0; i < n && nranges < sizeof ranges / sizeof ranges[0]; i++) {
+        code_range r;
+        if (range_of(fns[i].fn, fns[i].name, &r) != 0)
+            continue;
+        r.kind = kind;
+        unsigned k = nranges++;
+        for (; k > 0 && ranges[k - 1].lo > r.lo; k--)
+            ranges[k] = ranges[k - 1];
+        ranges[k] = r;
+        if (r.lo < ranges_lo)
+            ranges_lo = r.lo;
+        if (r.hi > ranges_hi)
+            ranges_hi = r.hi;
+    }
 }
 
 static void init(void)
@@ -92,10 +97,10 @@ static void init(void)
         NAMED(reallocarray), NAMED(posix_memalign), NAMED(aligned_alloc), NAMED(memalign),
         NAMED(valloc),       NAMED(pvalloc),        NAMED(malloc_usable_size), NAMED(malloc_trim),
     };
-    add_all(&entries, entry_points, sizeof entry_points / sizeof entry_points[0]);
+    add_all(entry_points, sizeof entry_points / sizeof entry_points[0], RANGE_ENTRY);
     if (rp_malloc_ready) {
-        add_all(&wrappers, malloc_family, sizeof malloc_family / sizeof malloc_family[0]);
-        internal_frames = INTERNAL_FRAMES + WRAPPER_GAP;
+        add_all(malloc_family, sizeof malloc_family / sizeof malloc_family[0], RANGE_WRAPPER);
+        internal_frames = INTERNAL_FRAMES + WRAPPER_FRAMES;
     }
     if (range_of((void *)rp_report_fault, "rp_report_fault", &report_fn) != 0)
         report_fn.lo = report_fn.hi = 0;
@@ -103,49 +108,69 @@ static void init(void)
 
 void rp_backtrace_init(void) { pthread_once(&init_once, init); }
 
-static inline const code_range *find_in(const code_set *s, uintptr_t pc)
+/* Classifications of addresses inside the hull, memoised: the frames of rampart itself come
+ * back to the same few call sites in every stack, and a binary search per frame cost more
+ * than the rest of the trimming. Direct-mapped; a slot is one word, address << 8 | (range
+ * index + 1, or 0 for none), read and written whole, so threads racing on a slot only cost a
+ * search. User addresses fit in 56 bits. */
+#define MEMO_SLOTS 256
+static uint64_t memo[MEMO_SLOTS];
+
+static const code_range *search(uintptr_t addr)
+{
+    unsigned lo = 0, hi = nranges; /* the last range starting at or before addr is in [lo, hi) */
+    while (hi - lo > 1) {
+        unsigned mid = (lo + hi) / 2;
+        if (ranges[mid].lo <= addr)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return addr < ranges[lo].hi ? &ranges[lo] : NULL;
+}
+
+/* The range holding the call that return address pc comes back to, or NULL (the program's
+ * code, or rampart's internal functions). */
+static inline const code_range *range_at(uintptr_t pc)
 {
     /* Return addresses point after the call; pc - 1 is inside the calling function. */
-    pc -= 1;
-    if (pc < s->lo || pc >= s->hi)
+    uintptr_t addr = pc - 1;
+    if (addr < ranges_lo || addr >= ranges_hi)
         return NULL; /* most frames: the program's own code */
-    for (unsigned i = 0; i < s->n; i++)
-        if (pc >= s->r[i].lo && pc < s->r[i].hi)
-            return &s->r[i];
-    return NULL;
+    uint64_t *slot = &memo[(addr ^ (addr >> 8)) & (MEMO_SLOTS - 1)];
+    uint64_t m = __atomic_load_n(slot, __ATOMIC_RELAXED);
+    if ((m >> 8) == addr)
+        return (m & 0xff) ? &ranges[(m & 0xff) - 1] : NULL;
+    const code_range *r = search(addr);
+    __atomic_store_n(slot, (uint64_t)addr << 8 | (r ? (uint64_t)(r - ranges) + 1 : 0), __ATOMIC_RELAXED);
+    return r;
 }
 
-static inline const code_range *entry_of(uintptr_t pc) { return find_in(&entries, pc); }
-
-static inline const code_range *wrapper_of(uintptr_t pc) { return find_in(&wrappers, pc); }
-
-/* Index of the first frame after the run of rampart frames (entry points, drop-in wrappers)
- * starting at i; *name (if non-NULL) receives the outermost one's name. */
-static unsigned after_run(const uintptr_t *frames, unsigned n, unsigned i, const char **name)
+static inline const code_range *entry_of(uintptr_t pc)
 {
-    const code_range *e;
-    while (i < n && ((e = entry_of(frames[i])) != NULL || (e = wrapper_of(frames[i])) != NULL)) {
+    const code_range *r = range_at(pc);
+    return r && r->kind == RANGE_ENTRY ? r : NULL;
+}
+
+/* end is the index just past frames known to be rampart's. Extends it over the following run
+ * of entry points and wrappers, and over a wrapper within WRAPPER_GAP frames after it (the
+ * drop-in's internal functions in between), repeatedly; returns the index of the first frame
+ * after them. A core entry point after a gap would be a program callback (a report function)
+ * calling rampart again: its caller is the program's and is not crossed. *name (if non-NULL)
+ * receives the outermost one's name. */
+static unsigned past_rampart(const uintptr_t *frames, unsigned n, unsigned end, const char **name)
+{
+    for (unsigned k = end; k < n && k < end + WRAPPER_GAP; k++) {
+        const code_range *r = range_at(frames[k]);
+        if (!r)
+            continue;
+        if (r->kind == RANGE_ENTRY && k > end)
+            break;
+        end = k + 1;
         if (name)
-            *name = e->name;
-        i++;
+            *name = r->name;
     }
-    return i;
-}
-
-/* i is just past rampart's entry points: when a malloc-family function of the drop-in follows
- * within WRAPPER_GAP frames (the drop-in's internal functions in between), the index past it,
- * otherwise i. A core entry point in between would be a program callback (a report function)
- * calling rampart again: its frame is the program's and is not crossed. */
-static unsigned past_wrappers(const uintptr_t *frames, unsigned n, unsigned i, const char **name)
-{
-    for (;;) {
-        unsigned k = 0;
-        while (k < WRAPPER_GAP && i + k < n && !entry_of(frames[i + k]) && !wrapper_of(frames[i + k]))
-            k++;
-        if (k == WRAPPER_GAP || i + k >= n || !wrapper_of(frames[i + k]))
-            return i;
-        i = after_run(frames, n, i + k, name);
-    }
+    return end;
 }
 
 /* Index of the first frame after rampart's own frames, searching from `from`: past the first
@@ -159,7 +184,7 @@ static unsigned after_entries(const uintptr_t *frames, unsigned n, unsigned from
         i++;
     if (i == n)
         return from;
-    return past_wrappers(frames, n, after_run(frames, n, i, name), name);
+    return past_rampart(frames, n, i, name);
 }
 
 #if defined(__has_feature)
@@ -240,7 +265,7 @@ __attribute__((noinline)) uint32_t rp_backtrace_report_stack(const char **entry_
         if (e)
             *entry_name = e->name;
     }
-    unsigned past = past_wrappers(frames, n, from, entry_name);
+    unsigned past = past_rampart(frames, n, from, entry_name);
     from = past != from ? past : after_entries(frames, n, from, entry_name);
     return store(frames, n, from, depth);
 }
