@@ -608,6 +608,24 @@ static void check_checker(void)
     expect_violation(h, "P7:");
     poke(freed, 0, t);
     CHECK_HEAP(h);
+    /* The same deep inside long ranges, which are compared in bulk before any byte-by-byte
+     * search: the last trailer byte of a page-tier block (up to a page of trailer), the
+     * middle of a long quarantined block. */
+    char *large = rp_alloc(h, 70000, 0);
+    found_block lb = {large, 0};
+    rp_heap_walk(h, block_at, &lb);
+    REQUIRE(lb.size > 70000 + 64);
+    t = peek(large, (long)lb.size - 1);
+    poke(large, (long)lb.size - 1, (unsigned char)~t);
+    expect_violation(h, "P5:");
+    poke(large, (long)lb.size - 1, t);
+    char *long_freed = rp_alloc(h, 3000, 0);
+    rp_free(long_freed);
+    t = peek(long_freed, 1700);
+    poke(long_freed, 1700, (unsigned char)(t ^ 1));
+    expect_violation(h, "P7:");
+    poke(long_freed, 1700, t);
+    CHECK_HEAP(h);
     /* F1: free span memory written. */
     found_block f = {0};
     rp_heap_walk(h, first_free_span_block, &f);
