@@ -567,11 +567,19 @@ static void check_checker(void)
     uint64_t secret = rp_debug_secret(h);
     rp_debug_meta m, saved;
 
-    /* P5: a trailer byte. */
-    unsigned char t = peek(live, (long)live_req);
-    poke(live, (long)live_req, (unsigned char)~t);
-    expect_violation(h, "P5:");
-    poke(live, (long)live_req, t);
+    /* P5: a trailer byte, the first and the last (the trailer is checked a word at a time,
+     * the last word ending at the block's end). */
+    found_block lf = {live, 0};
+    rp_heap_walk(h, block_at, &lf);
+    REQUIRE(lf.size > live_req && (lf.size - live_req) % 8 != 0);
+    long trailer_bytes[] = {(long)live_req, (long)lf.size - 1};
+    unsigned char t;
+    for (int k = 0; k < 2; k++) {
+        t = peek(live, trailer_bytes[k]);
+        poke(live, trailer_bytes[k], (unsigned char)~t);
+        expect_violation(h, "P5:");
+        poke(live, trailer_bytes[k], t);
+    }
     CHECK_HEAP(h);
     /* P4: the canary's last byte. */
     t = peek(live, -1);
