@@ -1,8 +1,11 @@
+#define _GNU_SOURCE /* reallocarray */
 #define UNW_LOCAL_ONLY
 #include "backtrace.h"
 
 #include <libunwind.h>
+#include <malloc.h>
 #include <pthread.h>
+#include <stdlib.h>
 
 #include "config.h"
 #include "rampart_debug.h"
@@ -12,19 +15,38 @@
 /* Room for the frames inside rampart on top of the configured depth: the capture itself, a
  * hook, a core function, up to two entry points (rp_calloc -> rp_alloc) and a wrapper. */
 #define INTERNAL_FRAMES 8
-#define CAPTURE_MAX (RP_STACK_MAX_FRAMES + INTERNAL_FRAMES)
+/* With the malloc drop-in linked in, its own frames between rampart's entry point and the
+ * malloc-family function the program called: malloc -> malloc_cached -> rp_tc_refill ->
+ * rp_alloc is two more than the 8 above plan for (calloc and realloc three); the first
+ * allocation of a thread also creates its cache (five in all, WRAPPER_GAP). A stack with more
+ * internal frames than planned is recorded with fewer program frames, nothing worse. */
+#define WRAPPER_FRAMES 3
+#define WRAPPER_GAP 5
+#define CAPTURE_MAX (RP_STACK_MAX_FRAMES + INTERNAL_FRAMES + WRAPPER_FRAMES)
 #define REPORT_DEPTH_WHEN_OFF 16
+
+enum { RANGE_ENTRY, RANGE_WRAPPER };
 
 typedef struct code_range {
     uintptr_t lo, hi;
     const char *name;
+    int kind; /* RANGE_ENTRY: rampart's entry points (rp_alloc, rp_free, ...); RANGE_WRAPPER:
+                 the C allocation functions, registered when they are rampart's (the malloc
+                 drop-in is linked in) */
 } code_range;
 
-static code_range entries[16];
-static unsigned nentries;
-static uintptr_t entries_lo = UINTPTR_MAX, entries_hi; /* hull of all entry ranges */
+/* Every range, sorted by address, and their hull: most frames (the program's) are outside it
+ * and cost one comparison; the others a binary search. Written once by init(). */
+static code_range ranges[24];
+static unsigned nranges;
+static uintptr_t ranges_lo = UINTPTR_MAX, ranges_hi;
+static unsigned internal_frames = INTERNAL_FRAMES;
 static code_range report_fn;
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+
+/* Defined by the malloc drop-in (src/arena.c): present exactly when the process's malloc,
+ * free, ... in this link are rampart's. */
+extern int rp_malloc_ready(void) __attribute__((weak));
 
 static int range_of(void *fn, const char *name, code_range *out)
 {
@@ -37,47 +59,124 @@ static int range_of(void *fn, const char *name, code_range *out)
     return 0;
 }
 
-static void add_entry(void *fn, const char *name)
+typedef struct named_fn {
+    void *fn;
+    const char *name;
+} named_fn;
+#define NAMED(f) {(void *)(f), #f}
+
+/* Adds the functions' ranges of one kind, keeping the table sorted (insertion: no qsort,
+ * which may allocate). */
+static void add_all(const named_fn *fns, size_t n, int kind)
 {
-    if (nentries < sizeof entries / sizeof entries[0] && range_of(fn, name, &entries[nentries]) == 0) {
-        if (entries[nentries].lo < entries_lo)
-            entries_lo = entries[nentries].lo;
-        if (entries[nentries].hi > entries_hi)
-            entries_hi = entries[nentries].hi;
-        nentries++;
+    for (size_t i = 0; i < n && nranges < sizeof ranges / sizeof ranges[0]; i++) {
+        code_range r;
+        if (range_of(fns[i].fn, fns[i].name, &r) != 0)
+            continue;
+        r.kind = kind;
+        unsigned k = nranges++;
+        for (; k > 0 && ranges[k - 1].lo > r.lo; k--)
+            ranges[k] = ranges[k - 1];
+        ranges[k] = r;
+        if (r.lo < ranges_lo)
+            ranges_lo = r.lo;
+        if (r.hi > ranges_hi)
+            ranges_hi = r.hi;
     }
 }
 
 static void init(void)
 {
-    add_entry((void *)rp_alloc, "rp_alloc");
-    add_entry((void *)rp_calloc, "rp_calloc");
-    add_entry((void *)rp_realloc, "rp_realloc");
-    add_entry((void *)rp_free, "rp_free");
-    add_entry((void *)rp_usable_size, "rp_usable_size");
-    add_entry((void *)rp_heap_check, "rp_heap_check");
-    add_entry((void *)rp_heap_destroy, "rp_heap_destroy");
-    add_entry((void *)rp_quarantine_flush, "rp_quarantine_flush");
+    static const named_fn entry_points[] = {
+        NAMED(rp_alloc),       NAMED(rp_calloc),     NAMED(rp_realloc),      NAMED(rp_free),
+        NAMED(rp_usable_size), NAMED(rp_heap_check), NAMED(rp_heap_destroy), NAMED(rp_quarantine_flush),
+    };
+    /* The malloc drop-in's functions (src/malloc.c), by the names a program calls. */
+    static const named_fn malloc_family[] = {
+        NAMED(malloc),       NAMED(free),           NAMED(calloc),        NAMED(realloc),
+        NAMED(reallocarray), NAMED(posix_memalign), NAMED(aligned_alloc), NAMED(memalign),
+        NAMED(valloc),       NAMED(pvalloc),        NAMED(malloc_usable_size), NAMED(malloc_trim),
+    };
+    add_all(entry_points, sizeof entry_points / sizeof entry_points[0], RANGE_ENTRY);
+    if (rp_malloc_ready) {
+        add_all(malloc_family, sizeof malloc_family / sizeof malloc_family[0], RANGE_WRAPPER);
+        internal_frames = INTERNAL_FRAMES + WRAPPER_FRAMES;
+    }
     if (range_of((void *)rp_report_fault, "rp_report_fault", &report_fn) != 0)
         report_fn.lo = report_fn.hi = 0;
 }
 
 void rp_backtrace_init(void) { pthread_once(&init_once, init); }
 
-static inline const code_range *entry_of(uintptr_t pc)
+/* Classifications of addresses inside the hull, memoised: the frames of rampart itself come
+ * back to the same few call sites in every stack, and a binary search per frame cost more
+ * than the rest of the trimming. Direct-mapped; a slot is one word, address << 8 | (range
+ * index + 1, or 0 for none), read and written whole, so threads racing on a slot only cost a
+ * search. User addresses fit in 56 bits. */
+#define MEMO_SLOTS 256
+static uint64_t memo[MEMO_SLOTS];
+
+static const code_range *search(uintptr_t addr)
 {
-    /* Return addresses point after the call; pc - 1 is inside the calling function. */
-    pc -= 1;
-    if (pc < entries_lo || pc >= entries_hi)
-        return NULL; /* most frames: the program's own code */
-    for (unsigned i = 0; i < nentries; i++)
-        if (pc >= entries[i].lo && pc < entries[i].hi)
-            return &entries[i];
-    return NULL;
+    unsigned lo = 0, hi = nranges; /* the last range starting at or before addr is in [lo, hi) */
+    while (hi - lo > 1) {
+        unsigned mid = (lo + hi) / 2;
+        if (ranges[mid].lo <= addr)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return addr < ranges[lo].hi ? &ranges[lo] : NULL;
 }
 
-/* Index of the first frame after the run of entry-point frames starting at or after from;
- * from itself when no entry point is found. */
+/* The range holding the call that return address pc comes back to, or NULL (the program's
+ * code, or rampart's internal functions). */
+static inline const code_range *range_at(uintptr_t pc)
+{
+    /* Return addresses point after the call; pc - 1 is inside the calling function. */
+    uintptr_t addr = pc - 1;
+    if (addr < ranges_lo || addr >= ranges_hi)
+        return NULL; /* most frames: the program's own code */
+    uint64_t *slot = &memo[(addr ^ (addr >> 8)) & (MEMO_SLOTS - 1)];
+    uint64_t m = __atomic_load_n(slot, __ATOMIC_RELAXED);
+    if ((m >> 8) == addr)
+        return (m & 0xff) ? &ranges[(m & 0xff) - 1] : NULL;
+    const code_range *r = search(addr);
+    __atomic_store_n(slot, (uint64_t)addr << 8 | (r ? (uint64_t)(r - ranges) + 1 : 0), __ATOMIC_RELAXED);
+    return r;
+}
+
+static inline const code_range *entry_of(uintptr_t pc)
+{
+    const code_range *r = range_at(pc);
+    return r && r->kind == RANGE_ENTRY ? r : NULL;
+}
+
+/* end is the index just past frames known to be rampart's. Extends it over the following run
+ * of entry points and wrappers, and over a wrapper within WRAPPER_GAP frames after it (the
+ * drop-in's internal functions in between), repeatedly; returns the index of the first frame
+ * after them. A core entry point after a gap would be a program callback (a report function)
+ * calling rampart again: its caller is the program's and is not crossed. *name (if non-NULL)
+ * receives the outermost one's name. */
+static unsigned past_rampart(const uintptr_t *frames, unsigned n, unsigned end, const char **name)
+{
+    for (unsigned k = end; k < n && k < end + WRAPPER_GAP; k++) {
+        const code_range *r = range_at(frames[k]);
+        if (!r)
+            continue;
+        if (r->kind == RANGE_ENTRY && k > end)
+            break;
+        end = k + 1;
+        if (name)
+            *name = r->name;
+    }
+    return end;
+}
+
+/* Index of the first frame after rampart's own frames, searching from `from`: past the first
+ * run of entry points and the drop-in's wrapper around it, so that frame 0 of the result is
+ * the program's call to malloc, free, ... or to rp_*. Returns from itself when no entry point
+ * is found. */
 static unsigned after_entries(const uintptr_t *frames, unsigned n, unsigned from, const char **name)
 {
     unsigned i = from;
@@ -85,15 +184,7 @@ static unsigned after_entries(const uintptr_t *frames, unsigned n, unsigned from
         i++;
     if (i == n)
         return from;
-    while (i < n) {
-        const code_range *e = entry_of(frames[i]);
-        if (!e)
-            break;
-        if (name)
-            *name = e->name;
-        i++;
-    }
-    return i;
+    return past_rampart(frames, n, i, name);
 }
 
 #if defined(__has_feature)
@@ -148,7 +239,7 @@ __attribute__((noinline)) uint32_t rp_backtrace_program_stack(void)
     if (depth == 0)
         return 0;
     uintptr_t frames[CAPTURE_MAX];
-    unsigned n = capture(frames, depth + INTERNAL_FRAMES);
+    unsigned n = capture(frames, depth + internal_frames);
     return store(frames, n, after_entries(frames, n, 1, NULL), depth);
 }
 
@@ -159,7 +250,7 @@ __attribute__((noinline)) uint32_t rp_backtrace_report_stack(const char **entry_
     if (depth == 0)
         depth = REPORT_DEPTH_WHEN_OFF;
     uintptr_t frames[CAPTURE_MAX];
-    unsigned n = capture(frames, depth + INTERNAL_FRAMES);
+    unsigned n = capture(frames, depth + internal_frames);
     unsigned from = 1;
     for (unsigned i = 1; i < n; i++) {
         if (frames[i] - 1 >= report_fn.lo && frames[i] - 1 < report_fn.hi) {
@@ -174,7 +265,8 @@ __attribute__((noinline)) uint32_t rp_backtrace_report_stack(const char **entry_
         if (e)
             *entry_name = e->name;
     }
-    from = after_entries(frames, n, from, entry_name);
+    unsigned past = past_rampart(frames, n, from, entry_name);
+    from = past != from ? past : after_entries(frames, n, from, entry_name);
     return store(frames, n, from, depth);
 }
 

@@ -4,8 +4,10 @@
  * point), and how many depends on inlining, so frames are not skipped by count: at start-up
  * the runtime asks libunwind for the address range of every public entry point (rp_alloc,
  * rp_free, rp_realloc, ...), and a captured stack is cut after the last consecutive frame that
- * lies in one of them. Frame 0 of a recorded stack is therefore the program's call site (or a
- * wrapper such as malloc that called rampart). */
+ * lies in one of them. With the malloc drop-in linked in (rampart as malloc), the ranges of
+ * its malloc, free, calloc, ... are known too, and the cut also crosses the drop-in's internal
+ * frames up to the one of those the program called. Frame 0 of a recorded stack is therefore
+ * the program's call site (or a wrapper outside rampart, such as C++'s operator new). */
 #ifndef RP_DEBUG_BACKTRACE_H
 #define RP_DEBUG_BACKTRACE_H
 

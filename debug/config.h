@@ -1,5 +1,5 @@
 /* The debug runtime's settings: the debug keys of RAMPART_OPTIONS (src/options.h), read once
- * per process. Every file of the runtime reads them through rp_debug_config(). */
+ * per process. Every file of the runtime reads them through rp_debug_config_get(). */
 #ifndef RP_DEBUG_CONFIG_H
 #define RP_DEBUG_CONFIG_H
 
@@ -17,7 +17,21 @@ typedef struct rp_debug_config {
     int leak_exit_code;            /* exit status when the exit-time report finds leaks, 0 = keep */
 } rp_debug_config;
 
-/* The process's settings (parsed on first call; thread-safe). */
-const rp_debug_config *rp_debug_config_get(void);
+/* The snapshot and whether it is filled (set with release order once it is); use
+ * rp_debug_config_get. */
+extern rp_debug_config rp_debug_config_snapshot;
+extern int rp_debug_config_ready;
+
+/* Fills the snapshot (once per process, thread-safe). */
+void rp_debug_config_fill(void);
+
+/* The process's settings (parsed on first call; thread-safe). Inline: the hooks ask for them
+ * several times per allocation and free, so a call each time showed in profiles. */
+static inline const rp_debug_config *rp_debug_config_get(void)
+{
+    if (__builtin_expect(!__atomic_load_n(&rp_debug_config_ready, __ATOMIC_ACQUIRE), 0))
+        rp_debug_config_fill();
+    return &rp_debug_config_snapshot;
+}
 
 #endif

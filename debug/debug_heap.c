@@ -4,25 +4,24 @@
 
 #include <errno.h>
 #include <pthread.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "backtrace.h"
 #include "config.h"
-#include "leak_report.h"
 #include "rampart_debug.h"
 #include "sanitizer_track.h"
 #include "src/os.h"
 
 static pthread_once_t process_once = PTHREAD_ONCE_INIT;
 
+/* Runs inside the first allocation (with rampart as malloc, possibly before any constructor):
+ * nothing here may allocate. What may (atexit, pthread_atfork) is registered at load time
+ * instead (leak_report.c, stack_depot.c, dump_trigger.c). */
 static void process_init(void)
 {
-    const rp_debug_config *cfg = rp_debug_config_get();
+    rp_debug_config_get();
     rp_san_init();
     rp_backtrace_init();
-    if (cfg->leak_report)
-        atexit(rp_leak_report_at_exit);
 }
 
 void rp_hook_heap_created(rp_heap *h)

@@ -84,10 +84,12 @@ static void print_location(rp_sink_buf *b, const void *address, const void *bloc
                    where, size, block, (const void *)hi);
 }
 
+/* The report being delivered on this thread. Initial-exec, as the drop-in's thread state: with
+ * rampart as malloc no access may go through __tls_get_addr, which can allocate. */
 static __thread struct {
     const rp_report *report;
     rp_report_history history;
-} delivering;
+} delivering __attribute__((tls_model("initial-exec")));
 
 int rp_report_get_history(const rp_report *r, rp_report_history *out)
 {
@@ -101,16 +103,18 @@ int rp_report_get_history(const rp_report *r, rp_report_history *out)
  * refuse the pointer as invalid: no header says a block starts there. When the walk of the
  * span does reach a damaged header right before the pointer and the canary changed, the
  * report says what happened instead: an underflow, at the canary's byte nearest the block. */
-static void underflow_over_header(const rp_heap *h, rp_report *r)
+/* Returns 1 when it did: the block's size went with its header, so the report has no location
+ * line. */
+static int underflow_over_header(const rp_heap *h, rp_report *r)
 {
-    static __thread char message[sizeof ((rp_fault *)0)->message];
+    static __thread char message[sizeof ((rp_fault *)0)->message] __attribute__((tls_model("initial-exec")));
     if (r->kind != RP_ERR_INVALID_FREE || !h || !rp_debug_damaged_block_at((rp_heap *)h, r->address))
-        return;
+        return 0;
     rp_debug_meta m;
     rp_meta_load(r->address, &m);
     unsigned back = rp_cookie_check_lead(rp_debug_secret(h), r->address, &m);
     if (!back)
-        return;
+        return 0;
     const char *user = r->address;
     snprintf(message, sizeof message,
              "canary before %p changed at %p (%u byte%s before the block), and the block's header with it", user,
@@ -121,11 +125,12 @@ static void underflow_over_header(const rp_heap *h, rp_report *r)
     r->address = user - back;
     r->offset = -(long)back;
     r->message = message;
+    return 1;
 }
 
 int rp_hook_report(const rp_fault *f, rp_report *r, int default_handler)
 {
-    underflow_over_header(f->heap, r);
+    int size_unknown = underflow_over_header(f->heap, r);
     const char *entry = NULL;
     uint32_t detect = rp_backtrace_report_stack(&entry);
     const rp_heap *h = f->heap;
@@ -161,7 +166,8 @@ int rp_hook_report(const rp_fault *f, rp_report *r, int default_handler)
                    h ? rp_heap_name(h) : "none");
     rp_sink_printf(&b, "%s\n", r->message);
     if (block) {
-        print_location(&b, r->address, block, block_size);
+        if (!size_unknown)
+            print_location(&b, r->address, block, block_size);
         long off = (long)((const char *)r->address - (const char *)block);
         if (r->kind == RP_ERR_HEAP_BUFFER_OVERFLOW || r->kind == RP_ERR_HEAP_BUFFER_UNDERFLOW ||
             r->kind == RP_ERR_USE_AFTER_FREE_WRITE)

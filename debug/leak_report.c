@@ -1,5 +1,9 @@
-#include "leak_report.h"
-
+/* Leak reports in the format of LeakSanitizer: live blocks grouped by allocation stack,
+ * largest total first, with counts (rp_leak_report in rampart_debug.h; option leak_report for a
+ * report of every heap at exit, leak_exit_code for its exit status). A "leak" is a live block —
+ * not freed, not quarantined, not marked with rp_set_not_leak, not in a heap marked with
+ * rp_heap_set_not_leak, not the allocator's own (rp_hook_internal_block); rampart does not scan
+ * memory for references. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -157,6 +161,13 @@ int rp_set_not_leak(const void *p)
     return rc;
 }
 
+void rp_hook_internal_block(void *user)
+{
+    int saved = errno; /* called from malloc, which keeps errno */
+    rp_set_not_leak(user);
+    errno = saved;
+}
+
 void rp_heap_set_not_leak(rp_heap *h, int on)
 {
     h = rp_heap_resolve(h);
@@ -175,7 +186,9 @@ static void report_heap(rp_heap *h, void *arg)
     *leaked += rp_leak_report(h, -1);
 }
 
-void rp_leak_report_at_exit(void)
+/* A report for every heap, then exit status leak_exit_code if any heap leaked and the option
+ * is set. */
+static void leak_report_at_exit(void)
 {
     size_t leaked = 0;
     rp_heaps_foreach(report_heap, &leaked);
@@ -184,4 +197,12 @@ void rp_leak_report_at_exit(void)
         fflush(NULL);
         _exit(code);
     }
+}
+
+/* At load time, not when the first heap is created (inside the first malloc, where atexit,
+ * which may allocate, must not run); handlers registered this early run after the program's. */
+__attribute__((constructor)) static void register_leak_report(void)
+{
+    if (rp_debug_config_get()->leak_report)
+        atexit(leak_report_at_exit);
 }

@@ -5,35 +5,25 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "depot_record.h"
 #include "src/bits.h"
 #include "src/os.h"
 #include "src/report.h"
 
-#define BUCKET_BITS 16
-#define NBUCKETS ((size_t)1 << BUCKET_BITS)
+#define NBUCKETS RP_DEPOT_BUCKETS
 #define IDS_PER_PAGE_BITS 12
 #define IDS_PER_PAGE ((size_t)1 << IDS_PER_PAGE_BITS)
 #define ID_PAGES 4096 /* up to 16M distinct stacks */
 #define CHUNK_BYTES ((size_t)1 << 20)
 
-typedef struct depot_stack {
-    struct depot_stack *next; /* chain of its bucket */
-    uint32_t id;
-    uint32_t hash;
-    uint32_t n;
-    uint32_t reserved;
-    uintptr_t frames[];
-} depot_stack;
-
-static depot_stack *buckets[NBUCKETS];     /* read with acquire loads */
-static depot_stack **id_pages[ID_PAGES];   /* id -> stack, written before count is published */
-static size_t stored;                      /* ids 1..stored exist; release-published */
+static rp_depot_record *buckets[NBUCKETS];   /* read with acquire loads */
+static rp_depot_record **id_pages[ID_PAGES]; /* id -> stack, written before count is published */
+static size_t stored;                        /* ids 1..stored exist; release-published */
 static size_t os_bytes;
 static char *chunk_next, *chunk_end;
 static pthread_mutex_t depot_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 
-static depot_stack *stack_of_id(size_t id) { return id_pages[id >> IDS_PER_PAGE_BITS][id & (IDS_PER_PAGE - 1)]; }
+static rp_depot_record *stack_of_id(size_t id) { return id_pages[id >> IDS_PER_PAGE_BITS][id & (IDS_PER_PAGE - 1)]; }
 
 /* fork() while another thread inserts must not leave the child's depot locked. The child gets
  * a fresh lock (taking it before the fork could deadlock against heap locks taken by other
@@ -44,15 +34,17 @@ static void depot_reset_in_child(void)
     pthread_mutex_init(&depot_lock, NULL);
     if (!stored)
         return;
-    depot_stack *newest = stack_of_id(stored);
-    depot_stack **bucket = &buckets[newest->hash & (NBUCKETS - 1)];
-    for (depot_stack *s = *bucket; s; s = s->next)
+    rp_depot_record *newest = stack_of_id(stored);
+    rp_depot_record **bucket = &buckets[newest->hash & (NBUCKETS - 1)];
+    for (rp_depot_record *s = *bucket; s; s = s->next)
         if (s == newest)
             return;
     newest->next = *bucket;
     *bucket = newest;
 }
-static void register_atfork(void) { pthread_atfork(NULL, NULL, depot_reset_in_child); }
+/* At load time, not on the first insertion: that runs inside malloc with a heap locked, and
+ * pthread_atfork may allocate. */
+__attribute__((constructor)) static void register_atfork(void) { pthread_atfork(NULL, NULL, depot_reset_in_child); }
 
 static uint32_t hash_frames(const uintptr_t *frames, unsigned n)
 {
@@ -65,14 +57,14 @@ static uint32_t hash_frames(const uintptr_t *frames, unsigned n)
     return (uint32_t)rp_mix64(x);
 }
 
-static int same_frames(const depot_stack *s, uint32_t hash, const uintptr_t *frames, unsigned n)
+static int same_frames(const rp_depot_record *s, uint32_t hash, const uintptr_t *frames, unsigned n)
 {
     return s->hash == hash && s->n == n && memcmp(s->frames, frames, n * sizeof *frames) == 0;
 }
 
 static uint32_t find(uint32_t hash, const uintptr_t *frames, unsigned n)
 {
-    for (depot_stack *s = __atomic_load_n(&buckets[hash & (NBUCKETS - 1)], __ATOMIC_ACQUIRE); s; s = s->next)
+    for (rp_depot_record *s = __atomic_load_n(&buckets[hash & (NBUCKETS - 1)], __ATOMIC_ACQUIRE); s; s = s->next)
         if (same_frames(s, hash, frames, n))
             return s->id;
     return 0;
@@ -103,7 +95,6 @@ uint32_t rp_depot_put(const uintptr_t *frames, unsigned n)
     uint32_t id = find(hash, frames, n);
     if (id)
         return id;
-    pthread_once(&atfork_once, register_atfork);
     pthread_mutex_lock(&depot_lock);
     id = find(hash, frames, n); /* another thread may have stored it meanwhile */
     if (id)
@@ -113,13 +104,13 @@ uint32_t rp_depot_put(const uintptr_t *frames, unsigned n)
     if (page >= ID_PAGES)
         goto out; /* full: the stack is not recorded */
     if (!id_pages[page]) {
-        size_t bytes = IDS_PER_PAGE * sizeof(depot_stack *);
+        size_t bytes = IDS_PER_PAGE * sizeof(rp_depot_record *);
         id_pages[page] = rp_os_scratch_map(bytes);
         if (!id_pages[page])
             goto out;
         os_bytes += bytes;
     }
-    depot_stack *s = take(sizeof *s + n * sizeof *frames);
+    rp_depot_record *s = take(sizeof *s + n * sizeof *frames);
     if (!s)
         goto out;
     s->id = (uint32_t)next_id;
@@ -128,7 +119,7 @@ uint32_t rp_depot_put(const uintptr_t *frames, unsigned n)
     memcpy(s->frames, frames, n * sizeof *frames);
     id_pages[page][next_id & (IDS_PER_PAGE - 1)] = s;
     __atomic_store_n(&stored, next_id, __ATOMIC_RELEASE); /* rp_depot_get may use it now */
-    depot_stack **bucket = &buckets[hash & (NBUCKETS - 1)];
+    rp_depot_record **bucket = &buckets[hash & (NBUCKETS - 1)];
     s->next = *bucket;
     __atomic_store_n(bucket, s, __ATOMIC_RELEASE); /* lookups find it now */
     id = s->id;
@@ -137,16 +128,18 @@ out:
     return id;
 }
 
-static const depot_stack *by_id(uint32_t id)
+static rp_depot_record *by_id(uint32_t id)
 {
     if (id == 0 || id > __atomic_load_n(&stored, __ATOMIC_ACQUIRE))
         return NULL;
     return stack_of_id(id);
 }
 
+rp_depot_record *rp_depot_record_of(uint32_t id) { return by_id(id); }
+
 unsigned rp_depot_get(uint32_t id, uintptr_t *frames, unsigned max)
 {
-    const depot_stack *s = by_id(id);
+    const rp_depot_record *s = by_id(id);
     if (!s || !frames)
         return 0;
     unsigned n = s->n < max ? s->n : max;
@@ -158,7 +151,7 @@ int rp_depot_foreach(int (*fn)(uint32_t id, const uintptr_t *frames, unsigned n,
 {
     size_t count = __atomic_load_n(&stored, __ATOMIC_ACQUIRE);
     for (size_t id = 1; id <= count; id++) {
-        const depot_stack *s = stack_of_id(id);
+        const rp_depot_record *s = stack_of_id(id);
         int rc = fn((uint32_t)id, s->frames, s->n, arg);
         if (rc)
             return rc;
@@ -182,7 +175,7 @@ int rp_depot_check(char *why, size_t len)
     int rc = 0;
     pthread_mutex_lock(&depot_lock);
     for (size_t id = 1; id <= stored && !rc; id++) {
-        const depot_stack *s = stack_of_id(id);
+        const rp_depot_record *s = stack_of_id(id);
         if (!s || s->id != id)
             rc = rp_why(why, len, "S1: stack depot id %zu does not name its stack", id);
         else if (s->n == 0 || s->n > RP_STACK_MAX_FRAMES || s->hash != hash_frames(s->frames, s->n))
@@ -190,14 +183,14 @@ int rp_depot_check(char *why, size_t len)
     }
     size_t chained = 0;
     for (size_t b = 0; b < NBUCKETS && !rc; b++) {
-        for (const depot_stack *s = buckets[b]; s && !rc; s = s->next) {
+        for (const rp_depot_record *s = buckets[b]; s && !rc; s = s->next) {
             if (++chained > stored)
                 rc = rp_why(why, len, "S2: stack depot chains hold more than the %zu stacks stored (cycle?)", stored);
             else if ((s->hash & (NBUCKETS - 1)) != b || s->id == 0 || s->id > stored ||
                      stack_of_id(s->id) != s)
                 rc = rp_why(why, len, "S2: stack %u is on the chain of bucket %zu by mistake", s->id, b);
             size_t steps = 0;
-            for (const depot_stack *t = s->next; t && !rc && steps++ < stored; t = t->next)
+            for (const rp_depot_record *t = s->next; t && !rc && steps++ < stored; t = t->next)
                 if (same_frames(t, s->hash, s->frames, s->n))
                     rc = rp_why(why, len, "S3: stacks %u and %u have the same frames", s->id, t->id);
         }

@@ -8,7 +8,8 @@
  * Lookups take no lock; insertions are serialised by the depot's own lock (taken while a heap
  * lock may be held; the depot never takes a heap lock). Thread-safe.
  *
- * Invariants (checked by rp_depot_check, run by rp_heap_check in the debug flavour):
+ * Invariants (checked by rp_depot_check, run by rp_heap_check in the debug flavour; the records
+ * they speak about are laid out in depot_record.h):
  *   S1  ids run from 1 to rp_depot_count() without gaps; id i names exactly one stored stack;
  *   S2  every stored stack has 1..RP_STACK_MAX_FRAMES frames and its hash is the hash of its
  *       frames; it is on the chain of bucket (hash mod buckets), and every chain holds only

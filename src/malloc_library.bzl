@@ -1,8 +1,10 @@
-"""The malloc drop-in's library, built twice from one description (see src/BUILD)."""
+"""The malloc drop-in's library, built several times from one description (see src/BUILD):
+release and debug flavours, each as a static library and as the objects of an LD_PRELOAD
+library."""
 
 load("@rules_cc//cc:defs.bzl", "cc_library")
 
-def rampart_malloc_library(name, srcs, copts, alwayslink = False, visibility = None):
+def rampart_malloc_library(name, srcs, copts, alwayslink = False, deps = [], visibility = None):
     cc_library(
         name = name,
         srcs = srcs,
@@ -15,4 +17,5 @@ def rampart_malloc_library(name, srcs, copts, alwayslink = False, visibility = N
         linkopts = ["-pthread"],
         strip_include_prefix = "/src",
         visibility = visibility,
+        deps = deps,
     )

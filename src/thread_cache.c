@@ -86,6 +86,7 @@ static rp_tcache *tc_create(void)
     rp_tcache *tc = rp_alloc(arena, sizeof *tc, 64);
     if (!tc)
         return NULL;
+    rp_hook_internal_block(tc);
     memset(tc, 0, sizeof *tc);
     tc->key = cache_key;
     tc->secret = rp_arena_secret();

@@ -7,6 +7,7 @@
  * The deliberate corruptions go through corrupt_bytes(), which ASan does not instrument: under
  * --config=asan this suite still tests rampart's own detection (asan_poison_test tests ASan's). */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -75,10 +76,19 @@ __attribute__((noinline)) TEST_NO_ASAN unsigned char read_byte(const char *p, lo
     return (unsigned char)p[at];
 }
 
+/* The report's address and its offset in the block (reports that name no block). */
 static void expect(const void *address, long offset)
 {
     printf("EXPECT %p %ld\n", address, offset);
     fflush(stdout);
+}
+
+/* The same for a report about the size-byte block at block, whose location line the parent
+ * checks too. */
+static void expect_in(const char *block, size_t size, long offset)
+{
+    printf("BLOCK %p %zu\n", (const void *)block, size);
+    expect(block + offset, offset);
 }
 
 /* ---- cases (child side) ---- */
@@ -86,7 +96,7 @@ static void expect(const void *address, long offset)
 __attribute__((noinline)) void case_overflow_by_1(void)
 {
     char *p = alloc_site(17);
-    expect(p + 17, 17);
+    expect_in(p, 17, 17);
     corrupt_bytes(p, 17, 1, 0);
     free_site(p);
     KEEP_FRAME();
@@ -95,7 +105,7 @@ __attribute__((noinline)) void case_overflow_by_1(void)
 __attribute__((noinline)) void case_overflow_by_16(void)
 {
     char *p = alloc_site(40); /* 8 bytes of trailer, then the next block's header */
-    expect(p + 40, 40);
+    expect_in(p, 40, 40);
     corrupt_bytes(p, 40, 16, 'y');
     free_site(p);
     KEEP_FRAME();
@@ -108,7 +118,7 @@ __attribute__((noinline)) void case_overflow_past_trailer(void)
     char *p = alloc_site(40);
     char *q = alloc_site(40);
     (void)q;
-    expect(p + 48, 48);
+    expect_in(p, 40, 48);
     corrupt_bytes(p, 52, 4, 0x7f);
     free_site(p);
     KEEP_FRAME();
@@ -117,7 +127,7 @@ __attribute__((noinline)) void case_overflow_past_trailer(void)
 __attribute__((noinline)) void case_underflow_by_1(void)
 {
     char *p = alloc_site(24);
-    expect(p - 1, -1);
+    expect_in(p, 24, -1);
     corrupt_bytes(p, -1, 1, 0);
     free_site(p);
     KEEP_FRAME();
@@ -139,7 +149,7 @@ __attribute__((noinline)) void case_uaf_start(void)
 {
     char *p = alloc_site(64);
     free_site(p);
-    expect(p, 0);
+    expect_in(p, 64, 0);
     corrupt_bytes(p, 0, 1, 'A');
     flush_site();
     KEEP_FRAME();
@@ -149,7 +159,7 @@ __attribute__((noinline)) void case_uaf_middle(void)
 {
     char *p = alloc_site(64);
     free_site(p);
-    expect(p + 32, 32);
+    expect_in(p, 64, 32);
     corrupt_bytes(p, 32, 4, 0);
     flush_site();
     KEEP_FRAME();
@@ -160,7 +170,7 @@ __attribute__((noinline)) void case_uaf_periodic_check(void)
     /* check_interval=1: the next allocation runs the checker, which finds the write. */
     char *p = alloc_site(64);
     free_site(p);
-    expect(p + 10, 10);
+    expect_in(p, 64, 10);
     corrupt_bytes(p, 10, 1, 1);
     alloc_site(8);
     KEEP_FRAME();
@@ -182,7 +192,7 @@ __attribute__((noinline)) void case_double_free(void)
 {
     char *p = alloc_site(32);
     free_site(p);
-    expect(p, 0);
+    expect_in(p, 32, 0);
     second_free_site(p);
     KEEP_FRAME();
 }
@@ -190,7 +200,7 @@ __attribute__((noinline)) void case_double_free(void)
 __attribute__((noinline)) void case_interior_free(void)
 {
     char *p = alloc_site(64);
-    expect(p + 16, 16);
+    expect_in(p, 64, 16);
     free_site(p + 16);
     KEEP_FRAME();
 }
@@ -225,7 +235,7 @@ __attribute__((noinline)) void case_free_list_link(void)
 __attribute__((noinline)) void case_realloc_overflow(void)
 {
     char *p = alloc_site(20);
-    expect(p + 21, 21);
+    expect_in(p, 20, 21);
     corrupt_bytes(p, 21, 1, '!');
     realloc_site(p, 100);
     KEEP_FRAME();
@@ -235,7 +245,7 @@ __attribute__((noinline)) void case_realloc_freed(void)
 {
     char *p = alloc_site(20);
     free_site(p);
-    expect(p, 0);
+    expect_in(p, 20, 0);
     realloc_site(p, 100);
     KEEP_FRAME();
 }
@@ -244,7 +254,7 @@ __attribute__((noinline)) void case_usable_size_freed(void)
 {
     char *p = alloc_site(20);
     free_site(p);
-    expect(p, 0);
+    expect_in(p, 20, 0);
     usable_site(p);
     KEEP_FRAME();
 }
@@ -252,7 +262,7 @@ __attribute__((noinline)) void case_usable_size_freed(void)
 __attribute__((noinline)) void case_large_overflow(void)
 {
     char *p = alloc_site(200000); /* page tier */
-    expect(p + 200000, 200000);
+    expect_in(p, 200000, 200000);
     corrupt_bytes(p, 200000, 1, 0);
     free_site(p);
     KEEP_FRAME();
@@ -261,7 +271,7 @@ __attribute__((noinline)) void case_large_overflow(void)
 __attribute__((noinline)) void case_large_underflow(void)
 {
     char *p = alloc_site(100000);
-    expect(p - 3, -3);
+    expect_in(p, 100000, -3);
     corrupt_bytes(p, -3, 1, 0);
     free_site(p);
     KEEP_FRAME();
@@ -271,7 +281,7 @@ __attribute__((noinline)) void case_large_uaf(void)
 {
     char *p = alloc_site(70000);
     free_site(p);
-    expect(p + 69999, 69999);
+    expect_in(p, 70000, 69999);
     corrupt_bytes(p, 69999, 1, 0);
     flush_site();
     KEEP_FRAME();
@@ -281,7 +291,7 @@ __attribute__((noinline)) void case_continue(void)
 {
     /* on_error=continue: the report is printed, the free is abandoned, the program goes on. */
     char *p = alloc_site(10);
-    expect(p + 10, 10);
+    expect_in(p, 10, 10);
     corrupt_bytes(p, 10, 1, 0);
     free_site(p);
     char *q = alloc_site(10);
@@ -292,7 +302,7 @@ __attribute__((noinline)) void case_continue(void)
 __attribute__((noinline)) void case_no_backtraces(void)
 {
     char *p = alloc_site(10);
-    expect(p + 10, 10);
+    expect_in(p, 10, 10);
     corrupt_bytes(p, 10, 1, 0);
     free_site(p);
     KEEP_FRAME();
@@ -306,7 +316,7 @@ __attribute__((noinline)) void case_poison_off(void)
     corrupt_bytes(p, 0, 8, 'A');
     flush_site();
     char *q = alloc_site(10);
-    expect(q + 10, 10);
+    expect_in(q, 10, 10);
     corrupt_bytes(q, 10, 1, 0);
     free_site(q);
     KEEP_FRAME();
@@ -328,7 +338,7 @@ __attribute__((noinline)) void case_fill_patterns(void)
 __attribute__((noinline)) void case_report_path(void)
 {
     char *p = alloc_site(33);
-    expect(p + 33, 33);
+    expect_in(p, 33, 33);
     corrupt_bytes(p, 33, 1, 0);
     free_site(p);
     KEEP_FRAME();
@@ -337,7 +347,7 @@ __attribute__((noinline)) void case_report_path(void)
 __attribute__((noinline)) void case_report_fd(void)
 {
     char *p = alloc_site(5);
-    expect(p + 5, 5);
+    expect_in(p, 5, 5);
     corrupt_bytes(p, 5, 1, 0);
     free_site(p);
     KEEP_FRAME();
@@ -398,6 +408,46 @@ static const test_case *find_case(const char *name)
 
 static char report_file[512];
 
+/* The location line names the block the child announced (its BLOCK line) and where the
+ * address lies in it: "A is located N bytes after|before|inside the S-byte block [B, B+S)". A
+ * report without a block prints no such line. */
+static void check_location(const test_case *c, const parsed_report *p, const char *out, const char *text)
+{
+    void *block = NULL;
+    size_t size = 0;
+    const char *b = strstr(out, "BLOCK ");
+    if (!b || sscanf(b, "BLOCK %p %zu", &block, &size) != 2) {
+        CHECKF(!p->location.found, "%s: unexpected location line\n%s", c->name, text);
+        return;
+    }
+    unsigned long lo = (unsigned long)(uintptr_t)block, hi = lo + size, a = p->address;
+    const char *where = a < lo ? "before" : a >= hi ? "after" : "inside";
+    unsigned long distance = a < lo ? lo - a : a >= hi ? a - hi : a - lo;
+    const parsed_location *l = &p->location;
+    CHECKF(l->found && l->address == a && strcmp(l->where, where) == 0 && l->distance == distance &&
+               l->size == size && l->start == lo && l->end == hi,
+           "%s: expected '0x%lx is located %lu bytes %s the %zu-byte block [0x%lx, 0x%lx)'\n%s", c->name, a, distance,
+           where, size, lo, hi, text);
+}
+
+/* A frame in one of this program's functions names the program as its module (the child ran
+ * as /proc/self/exe, which dladdr reports as the main program's name) at an offset consistent
+ * with dladdr: module offset - function offset is where the function lies in the binary, the
+ * same in this process as in the child. */
+static void check_module(const test_case *c, const parsed_frame *f, const char *text)
+{
+    void *fn = dlsym(RTLD_DEFAULT, f->function);
+    Dl_info info;
+    CHECKF(fn && dladdr(fn, &info) && info.dli_fbase, "%s: frame function '%s' not found", c->name, f->function);
+    if (!fn || !info.dli_fbase)
+        return;
+    unsigned long in_binary = (unsigned long)((uintptr_t)fn - (uintptr_t)info.dli_fbase);
+    CHECKF(strcmp(f->module, "/proc/self/exe") == 0 && f->module_offset - f->function_offset == in_binary &&
+               f->pc - f->module_offset != 0 && f->function_offset != 0,
+           "%s: frame 0x%lx in %s+0x%lx (%s+0x%lx): expected (/proc/self/exe+0x%lx)\n%s", c->name, f->pc,
+           f->function, f->function_offset, f->module, f->module_offset, in_binary + f->function_offset, text);
+}
+
 static void check_case(const test_case *c)
 {
     char options[1024];
@@ -447,6 +497,7 @@ static void check_case(const test_case *c)
     CHECKF(e && sscanf(e, "EXPECT %p %ld", &want_addr, &want_off) == 2, "%s: no EXPECT line", c->name);
     CHECKF(p.address == (unsigned long)want_addr, "%s: address 0x%lx, expected %p\n%s", c->name, p.address,
            want_addr, text);
+    check_location(c, &p, r.out, text);
     if (c->alloc)
         CHECKF(p.has_offset && p.offset == want_off, "%s: offset %ld, expected %ld\n%s", c->name, p.offset, want_off,
                text);
@@ -480,6 +531,13 @@ static void check_case(const test_case *c)
     snprintf(caller, sizeof caller, "case_%s", c->name);
     CHECKF(strcmp(p.detect[1], caller) == 0, "%s: detecting frame #1 '%s', expected '%s'", c->name, p.detect[1],
            caller);
+    for (int k = 0; k < 2; k++) {
+        check_module(c, &p.detect_frames[k], text);
+        if (c->alloc && c->alloc[0])
+            check_module(c, &p.alloc_frames[k], text);
+        if (c->freed)
+            check_module(c, &p.freed_frames[k], text);
+    }
 }
 
 static void check_extras(void)

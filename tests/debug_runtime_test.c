@@ -1,17 +1,20 @@
 /* The debug runtime in this process, with default options: layout and rp_usable_size, fill
  * patterns, quarantine, the walk's view (quarantined state, stacks), report history for report
- * functions, the stack depot API, realloc/calloc, caller memory, and the checker: every debug
- * invariant (P1..P7 in debug/block_meta.h, F1 in debug/poison.h, Q1..Q4 in
- * debug/quarantine.h) is broken on purpose and must be named by rp_heap_check, then repaired. */
+ * functions, the stack depot API, realloc/calloc, caller memory, the quarantine's FIFO order,
+ * and the checker: every debug invariant (P1..P7 in debug/block_meta.h, F1 in debug/poison.h,
+ * Q1..Q4 in debug/quarantine.h, S1..S3 in debug/stack_depot.h) is broken on purpose and must
+ * be named by rp_heap_check, then repaired. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "debug/block_meta.h"
 #include "debug/debug_heap.h"
+#include "debug/depot_record.h"
 #include "rampart.h"
 #include "rampart_debug.h"
 #include "src/heap.h"
@@ -145,6 +148,66 @@ static void check_quarantine(void)
     /* Destroying a heap with a full quarantine is fine. */
     for (int i = 0; i < 100; i++)
         rp_free(rp_alloc(h, 1000, 0));
+    rp_heap_destroy(h);
+}
+
+/* Quarantined blocks of a heap, by address (sorted). */
+typedef struct quarantined_set {
+    uintptr_t addr[1024];
+    size_t n;
+} quarantined_set;
+
+static int collect_quarantined(const rp_block_info *b, void *arg)
+{
+    quarantined_set *q = arg;
+    if (b->state == RP_BLOCK_QUARANTINED && q->n < sizeof q->addr / sizeof q->addr[0])
+        q->addr[q->n++] = (uintptr_t)b->addr;
+    return 0;
+}
+
+static int address_order(const void *a, const void *b)
+{
+    uintptr_t x = *(const uintptr_t *)a, y = *(const uintptr_t *)b;
+    return (x > y) - (x < y);
+}
+
+static int quarantined(const quarantined_set *q, const void *p)
+{
+    uintptr_t key = (uintptr_t)p;
+    return bsearch(&key, q->addr, q->n, sizeof q->addr[0], address_order) != NULL;
+}
+
+/* Blocks leave the quarantine oldest first: after every free, the blocks still held are
+ * exactly the most recently freed ones (a suffix of the order of frees), so the oldest is the
+ * first to become reusable while the later ones are still held. */
+static void check_quarantine_fifo(void)
+{
+    rp_heap *h = rp_heap_create(NULL);
+    enum { N = 300 };
+    static char *blocks[N];
+    for (int i = 0; i < N; i++) /* 20..38 KB: 300 of them are more than the 4 MiB budget */
+        REQUIRE((blocks[i] = rp_alloc(h, 20000 + (size_t)(i % 7) * 3000, 0)) != NULL);
+    static quarantined_set q;
+    size_t oldest_held = 0, evictions = 0;
+    for (int i = 0; i < N; i++) {
+        rp_free(blocks[i]);
+        q.n = 0;
+        REQUIRE(rp_heap_walk(h, collect_quarantined, &q) == 0);
+        qsort(q.addr, q.n, sizeof q.addr[0], address_order);
+        REQUIRE(q.n >= 1 && q.n <= (size_t)i + 1);
+        size_t first = (size_t)i + 1 - q.n; /* a FIFO holds blocks[first .. i] */
+        CHECKF(first >= oldest_held, "after free %d: block %zu is back in quarantine", i, oldest_held);
+        int suffix = 1;
+        for (size_t k = first; k <= (size_t)i; k++)
+            suffix &= quarantined(&q, blocks[k]);
+        CHECKF(suffix, "after free %d: the %zu blocks held are not the %zu freed last (not FIFO)", i, q.n, q.n);
+        evictions += first - oldest_held;
+        oldest_held = first;
+    }
+    CHECKF(evictions > 0 && oldest_held > 0, "no block ever left the quarantine (%zu)", evictions);
+    /* The first block freed is free memory again (reusable), the last is still held. */
+    CHECK(!quarantined(&q, blocks[0]) && quarantined(&q, blocks[N - 1]));
+    CHECK_HEAP(h);
     rp_heap_destroy(h);
 }
 
@@ -380,20 +443,113 @@ static int expect_violation(rp_heap *h, const char *prefix)
     return bad;
 }
 
-typedef struct find_free {
+/* A block a walk looks for: its address and the core's size (usable size for used blocks). */
+typedef struct found_block {
     void *addr;
     size_t size;
-} find_free;
+} found_block;
 
 static int first_free_span_block(const rp_block_info *b, void *arg)
 {
-    find_free *f = arg;
+    found_block *f = arg;
     if (b->state == RP_BLOCK_FREE && b->tier == RP_TIER_SPAN && b->size > 256) {
         f->addr = b->addr;
         f->size = b->size;
         return 1;
     }
     return 0;
+}
+
+/* Fills in the size of the block at f->addr (for a used block, what the quarantine charges). */
+static int block_at(const rp_block_info *b, void *arg)
+{
+    found_block *f = arg;
+    if (b->addr != f->addr)
+        return 0;
+    f->size = b->size;
+    return 1;
+}
+
+TEST_NO_ASAN __attribute__((noinline)) static void fill(void *p, size_t n, unsigned char v)
+{
+    volatile unsigned char *b = p;
+    for (size_t i = 0; i < n; i++)
+        b[i] = v;
+}
+
+/* Puts the live block p of h into its quarantine the way a free does (state, free pattern,
+ * ring entry) but without trimming the quarantine to its budget afterwards. */
+static void quarantine_without_trim(rp_heap *h, void *p)
+{
+    found_block f = {p, 0};
+    rp_heap_walk(h, block_at, &f);
+    REQUIRE(f.size != 0);
+    rp_debug_meta m;
+    meta_read(p, &m);
+    m.state = RP_META_QUARANTINED;
+    m.seal = rp_meta_seal(rp_debug_secret(h), p, &m);
+    meta_write(p, &m);
+    fill(p, f.size, 0x6b);
+    REQUIRE(rp_quarantine_push(&rp_debug_of(h)->quarantine, p, f.size) == 0);
+}
+
+/* rp_heap_check verifies the depot only when it grew since its last clean check: stores one
+ * new stack, so the next check looks at the damage. */
+static void grow_depot(void)
+{
+    static uintptr_t next = 0x6b6b0000;
+    uintptr_t frame = next++;
+    REQUIRE(rp_depot_put(&frame, 1) != 0);
+}
+
+/* Two one-frame stacks on the same hash chain (stored until two collide). */
+static void same_bucket_pair(rp_depot_record **a, rp_depot_record **b)
+{
+    static uint32_t owner[RP_DEPOT_BUCKETS];
+    *a = *b = NULL;
+    for (uintptr_t k = 0; k < 100000 && !*a; k++) {
+        uintptr_t frame = 0x5a5a0000 + k;
+        uint32_t id = rp_depot_put(&frame, 1);
+        REQUIRE(id != 0);
+        rp_depot_record *r = rp_depot_record_of(id);
+        size_t bucket = r->hash & (RP_DEPOT_BUCKETS - 1);
+        if (owner[bucket]) {
+            *a = rp_depot_record_of(owner[bucket]);
+            *b = r;
+        }
+        owner[bucket] = id;
+    }
+    REQUIRE(*a && *b && (*a)->n == 1 && (*b)->n == 1);
+}
+
+static void check_depot_invariants(rp_heap *h)
+{
+    uint32_t id = (uint32_t)rp_depot_count();
+    rp_depot_record *r = rp_depot_record_of(id);
+    REQUIRE(r && r->id == id);
+    /* S1: an id naming a record that says it is another. */
+    r->id = id + 1;
+    grow_depot();
+    expect_violation(h, "S1:");
+    r->id = id;
+    /* S2: a frame changed under its hash. */
+    r->frames[0] ^= 0x10;
+    grow_depot();
+    expect_violation(h, "S2:");
+    r->frames[0] ^= 0x10;
+    /* S3: two records with the same frames (on one chain, so S2 still holds). */
+    rp_depot_record *a, *b;
+    same_bucket_pair(&a, &b);
+    uint32_t saved_hash = b->hash;
+    uintptr_t saved_frame = b->frames[0];
+    b->frames[0] = a->frames[0];
+    b->hash = a->hash;
+    grow_depot();
+    expect_violation(h, "S3:");
+    b->frames[0] = saved_frame;
+    b->hash = saved_hash;
+    grow_depot();
+    CHECK_HEAP(h);
 }
 
 static void check_checker(void)
@@ -411,11 +567,19 @@ static void check_checker(void)
     uint64_t secret = rp_debug_secret(h);
     rp_debug_meta m, saved;
 
-    /* P5: a trailer byte. */
-    unsigned char t = peek(live, (long)live_req);
-    poke(live, (long)live_req, (unsigned char)~t);
-    expect_violation(h, "P5:");
-    poke(live, (long)live_req, t);
+    /* P5: a trailer byte, the first and the last (the trailer is checked a word at a time,
+     * the last word ending at the block's end). */
+    found_block lf = {live, 0};
+    rp_heap_walk(h, block_at, &lf);
+    REQUIRE(lf.size > live_req && (lf.size - live_req) % 8 != 0);
+    long trailer_bytes[] = {(long)live_req, (long)lf.size - 1};
+    unsigned char t;
+    for (int k = 0; k < 2; k++) {
+        t = peek(live, trailer_bytes[k]);
+        poke(live, trailer_bytes[k], (unsigned char)~t);
+        expect_violation(h, "P5:");
+        poke(live, trailer_bytes[k], t);
+    }
     CHECK_HEAP(h);
     /* P4: the canary's last byte. */
     t = peek(live, -1);
@@ -452,8 +616,26 @@ static void check_checker(void)
     expect_violation(h, "P7:");
     poke(freed, 0, t);
     CHECK_HEAP(h);
+    /* The same deep inside long ranges, which are compared in bulk before any byte-by-byte
+     * search: the last trailer byte of a page-tier block (up to a page of trailer), the
+     * middle of a long quarantined block. */
+    char *large = rp_alloc(h, 70000, 0);
+    found_block lb = {large, 0};
+    rp_heap_walk(h, block_at, &lb);
+    REQUIRE(lb.size > 70000 + 64);
+    t = peek(large, (long)lb.size - 1);
+    poke(large, (long)lb.size - 1, (unsigned char)~t);
+    expect_violation(h, "P5:");
+    poke(large, (long)lb.size - 1, t);
+    char *long_freed = rp_alloc(h, 3000, 0);
+    rp_free(long_freed);
+    t = peek(long_freed, 1700);
+    poke(long_freed, 1700, (unsigned char)(t ^ 1));
+    expect_violation(h, "P7:");
+    poke(long_freed, 1700, t);
+    CHECK_HEAP(h);
     /* F1: free span memory written. */
-    find_free f = {0};
+    found_block f = {0};
     rp_heap_walk(h, first_free_span_block, &f);
     REQUIRE(f.addr);
     long at = (long)f.size - 1;
@@ -488,6 +670,13 @@ static void check_checker(void)
     q->bytes += q->ring[newest].bytes;
     q->count++;
     CHECK_HEAP(h);
+    /* Q2: a block bigger than the whole budget held (a free that skipped the trim). */
+    size_t held = q->count;
+    quarantine_without_trim(h, rp_alloc(h, (size_t)5 << 20, 0));
+    expect_violation(h, "Q2:");
+    CHECK(rp_quarantine_flush(h) == held + 1);
+    CHECK_HEAP(h);
+    check_depot_invariants(h);
     rp_heap_destroy(h);
 }
 
@@ -495,6 +684,7 @@ int main(void)
 {
     check_layout_and_fills();
     check_quarantine();
+    check_quarantine_fifo();
     check_walk_view();
     check_report_history();
     check_realloc();

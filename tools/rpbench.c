@@ -14,14 +14,19 @@
  *   pairs    16-256 byte objects, each thread freeing what it allocated 16 ops earlier:
  *            ops/s (mallocs + frees) on 1, 2, 4, 8 threads;
  *   prodcons 16-256 byte objects allocated by one thread and freed by the next (a ring of
- *            threads): ops/s on 1, 2, 4, 8 threads.
+ *            threads): ops/s on 1, 2, 4, 8 threads;
+ *   program  whole programs (sqlite3, python3: the table in rpbench_programs.c) run under each
+ *            allocator by LD_PRELOAD: wall and CPU seconds, output checked against the
+ *            system malloc's.
  * Allocators: the table below (data-driven: a row names a worker binary, the API it uses,
- * the library to preload and its RAMPART_OPTIONS). Missing libraries are reported and
- * skipped. --debug adds the debug flavour's rows (debug, debug-nobt: rp_alloc linked against
- * //src:rampart_debug; glibc-asan: glibc's malloc under AddressSanitizer) and the cost of one
- * stack capture. Results: a table with rampart's cost ratio to every other allocator, --json
- * FILE, and an SVG chart of the seed rounds (rpbench.svg in the directory rpbench was started
- * from).
+ * the library to preload and its RAMPART_OPTIONS, and what programs get in LD_PRELOAD).
+ * Missing libraries are reported and skipped. --debug adds the debug flavour's rows (debug,
+ * debug-nobt: rp_alloc linked against //src:rampart_debug in the microbenchmarks,
+ * librampart_malloc_debug.so for programs; glibc-asan: glibc's malloc under AddressSanitizer,
+ * ASan's runtime preloaded for programs) and the cost of one stack capture, and checks the
+ * debug flavour's target (<= 3x release with backtraces on) for both kinds of measurement.
+ * Results: a table with rampart's cost ratio to every other allocator, --json FILE, and an SVG
+ * chart of the seed rounds (rpbench.svg in the directory rpbench was started from).
  *
  *   rpbench [--reps N] [--quick] [--debug] [--scenarios LIST] [--allocators LIST]
  *           [--case NAME] [--threads LIST] [--rounds N] [--per-round N] [--json FILE]
@@ -41,6 +46,7 @@
 #include <unistd.h>
 
 #include "rampart.h"
+#include "rpbench_programs.h"
 #include "rpbench_svg.h"
 #include "rpbench_worker.h"
 
@@ -51,9 +57,12 @@ typedef struct bench_allocator {
     const char *api;     /* "malloc" or "rp" (rpbench_worker.h) */
     const char *worker;  /* worker binary, runfiles-relative; NULL = rpbench itself */
     const char *preload; /* library for LD_PRELOAD: absolute or runfiles-relative; NULL = none */
-    const char *options; /* RAMPART_OPTIONS for the worker; NULL = unset */
+    const char *options; /* RAMPART_OPTIONS for the worker and for programs; NULL = unset */
     int debug_row;       /* measured only with --debug (or when named in --allocators) */
     const char *what;    /* one line for the header */
+    /* The program scenario: the library programs get in LD_PRELOAD (absolute or
+     * runfiles-relative), "" = none (the system malloc), NULL = the row runs no programs. */
+    const char *program_preload;
 } bench_allocator;
 
 /* Row 0 is the subject: every ratio is rampart / other row. To add an allocator, add a row:
@@ -66,20 +75,25 @@ typedef struct bench_allocator {
  * The thread scenarios run for "malloc" rows only. */
 static const bench_allocator allocators[] = {
     {"rampart", "malloc", NULL, "dist/librampart_malloc.so", NULL, 0,
-     "librampart_malloc.so by LD_PRELOAD (thread caches + arenas)"},
-    {"glibc", "malloc", NULL, NULL, NULL, 0, "the system malloc (glibc ptmalloc2)"},
-    {"jemalloc", "malloc", NULL, "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2", NULL, 0, "libjemalloc2 by LD_PRELOAD"},
+     "librampart_malloc.so by LD_PRELOAD (thread caches + arenas)", "dist/librampart_malloc.so"},
+    {"glibc", "malloc", NULL, NULL, NULL, 0, "the system malloc (glibc ptmalloc2)", ""},
+    {"jemalloc", "malloc", NULL, "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2", NULL, 0, "libjemalloc2 by LD_PRELOAD",
+     "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"},
     {"mimalloc", "malloc", NULL, "/usr/lib/x86_64-linux-gnu/libmimalloc.so.2", NULL, 0,
-     "libmimalloc2.0 by LD_PRELOAD"},
+     "libmimalloc2.0 by LD_PRELOAD", "/usr/lib/x86_64-linux-gnu/libmimalloc.so.2"},
     {"tcmalloc", "malloc", NULL, "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4", NULL, 0,
-     "libtcmalloc-minimal4 by LD_PRELOAD"},
-    {"rp_alloc", "rp", NULL, NULL, NULL, 0, "rampart's own API: rp_alloc/rp_free on one heap, no caches"},
+     "libtcmalloc-minimal4 by LD_PRELOAD", "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4"},
+    {"rp_alloc", "rp", NULL, NULL, NULL, 0, "rampart's own API: rp_alloc/rp_free on one heap, no caches", NULL},
     {"debug", "rp", "tools/rpbench_debug_worker", NULL, "", 1,
-     "debug flavour, rp_alloc/rp_free, every check on (cookies, poisoning, 4 MiB quarantine, 16-frame stacks)"},
+     "debug flavour, every check on (cookies, poisoning, 4 MiB quarantine, 16-frame stacks): rp_alloc/rp_free; "
+     "programs: librampart_malloc_debug.so by LD_PRELOAD",
+     "dist/librampart_malloc_debug.so"},
     {"debug-nobt", "rp", "tools/rpbench_debug_worker", NULL, "backtrace_depth=0", 1,
-     "debug flavour as above without stacks"},
+     "debug flavour as above without stacks", "dist/librampart_malloc_debug.so"},
     {"glibc-asan", "malloc", "tools/rpbench_asan_worker", NULL, NULL, 1,
-     "glibc's malloc API in a worker built with -fsanitize=address (ASan's allocator)"},
+     "glibc's malloc API in a worker built with -fsanitize=address (ASan's allocator); programs: gcc's "
+     "libasan.so.8 by LD_PRELOAD",
+     "/usr/lib/x86_64-linux-gnu/libasan.so.8"},
 };
 #define NALLOC (int)(sizeof allocators / sizeof allocators[0])
 
@@ -88,14 +102,19 @@ static const bench_allocator allocators[] = {
 #define MAX_CASES 16
 #define MAX_THREADS_LIST 8
 
-static const char *scenario_names[] = {"seed", "churn", "memory", "pairs", "prodcons"};
-enum { SC_SEED, SC_CHURN, SC_MEMORY, SC_PAIRS, SC_PRODCONS, SC_COUNT };
+#define MAX_PROGRAMS 8
+
+static const char *scenario_names[] = {"seed", "churn", "memory", "pairs", "prodcons", "program"};
+enum { SC_SEED, SC_CHURN, SC_MEMORY, SC_PAIRS, SC_PRODCONS, SC_PROGRAM, SC_COUNT };
 
 typedef struct resolved {
     int active;
     char worker[PATH_MAX];
     char preload[PATH_MAX];
     char why[160]; /* why it is skipped */
+    int programs;  /* runs the program scenario */
+    char program_preload[PATH_MAX];
+    char program_why[320]; /* why it runs no programs (or the first program run that failed) */
 } resolved;
 
 static resolved res_alloc[NALLOC];
@@ -106,11 +125,12 @@ static double churn_ns[NALLOC][MAX_CASES], churn_p999[NALLOC][MAX_CASES];
 static double memory_ratio[NALLOC][MAX_CASES];
 static double threads_ops[2][NALLOC][MAX_THREADS_LIST];     /* wall-clock ops/s */
 static double threads_cpu_ns[2][NALLOC][MAX_THREADS_LIST];  /* process CPU ns per op */
+static double program_wall[NALLOC][MAX_PROGRAMS], program_cpu[NALLOC][MAX_PROGRAMS]; /* seconds */
 
 static int reps = 5, rounds = 10, per_round = 2000;
 static long churn_ops = 200000, thread_ops = 2000000;
 static int nthreads_list = 4, threads_list[MAX_THREADS_LIST] = {1, 2, 4, 8};
-static int scenario_on[SC_COUNT] = {1, 1, 1, 1, 1};
+static int scenario_on[SC_COUNT] = {1, 1, 1, 1, 1, 1};
 static int alloc_on[NALLOC];
 static const char *only_case;
 
@@ -170,6 +190,17 @@ static void resolve_allocators(void)
         if (al->preload && find_data(al->preload, r->preload, sizeof r->preload) != 0) {
             r->active = 0;
             snprintf(r->why, sizeof r->why, "%s not found (install it: tools/setup.sh)", al->preload);
+        }
+    }
+    for (int a = 0; a < NALLOC; a++) {
+        resolved *r = &res_alloc[a];
+        const char *lib = allocators[a].program_preload;
+        r->programs = alloc_on[a] && lib != NULL;
+        if (!r->programs)
+            snprintf(r->program_why, sizeof r->program_why, "%s", lib ? "not selected" : "runs no programs");
+        else if (lib[0] && find_data(lib, r->program_preload, sizeof r->program_preload) != 0) {
+            r->programs = 0;
+            snprintf(r->program_why, sizeof r->program_why, "%s not found", lib);
         }
     }
 }
@@ -365,6 +396,96 @@ static void measure_threads(int sc)
     }
 }
 
+/* The workloads of the program scenario found on this machine (exe[p][0] = 0: not found). */
+static char program_exe[MAX_PROGRAMS][PATH_MAX];
+static char program_skipped[MAX_PROGRAMS][280]; /* why a workload was not measured */
+
+static int program_usable(int a) { return res_alloc[a].programs; }
+
+/* Removes the work directory's files and the directory. */
+static void remove_work_dir(const char *dir)
+{
+    static const char *const suffixes[] = {".out", ".err", ".db", ".db-journal"};
+    char path[PATH_MAX + 64];
+    for (int p = 0; p < rpb_nprograms; p++) {
+        snprintf(path, sizeof path, "%s/%s", dir, rpb_programs[p].script);
+        unlink(path);
+        for (size_t k = 0; k < sizeof suffixes / sizeof suffixes[0]; k++) {
+            snprintf(path, sizeof path, "%s/%s%s", dir, rpb_programs[p].name, suffixes[k]);
+            unlink(path);
+        }
+    }
+    rmdir(dir);
+}
+
+/* Every workload under every allocator that runs programs, reps times, interleaved like the
+ * other scenarios. A first run on the system malloc warms the page cache and gives the output
+ * every later run must reproduce; an allocator whose run fails or differs is left out of that
+ * workload (the reason is printed). */
+static void measure_programs(void)
+{
+    char dir[PATH_MAX];
+    const char *tmp = getenv("TEST_TMPDIR") ? getenv("TEST_TMPDIR") : getenv("TMPDIR");
+    snprintf(dir, sizeof dir, "%s/rpbench-programs-XXXXXX", tmp && tmp[0] ? tmp : "/tmp");
+    if (!mkdtemp(dir) || rpb_programs_prepare(dir) != 0) {
+        fprintf(stderr, "rpbench: program scenario: cannot write its scripts in %s: %s\n", dir, strerror(errno));
+        return;
+    }
+    uint64_t expected[MAX_PROGRAMS] = {0};
+    static double wall[NALLOC][MAX_PROGRAMS][MAX_REPS], cpu[NALLOC][MAX_PROGRAMS][MAX_REPS];
+    static int failed[NALLOC][MAX_PROGRAMS];
+    for (int p = 0; p < rpb_nprograms && p < MAX_PROGRAMS; p++) {
+        rpb_run run;
+        if (rpb_program_find(p, program_exe[p], sizeof program_exe[p]) != 0) {
+            snprintf(program_skipped[p], sizeof program_skipped[p], "%s not found", rpb_programs[p].exe);
+            program_exe[p][0] = 0;
+            continue;
+        }
+        if (rpb_program_run(p, program_exe[p], dir, NULL, NULL, &run) != 0) {
+            snprintf(program_skipped[p], sizeof program_skipped[p], "fails on the system malloc: %s", run.error);
+            program_exe[p][0] = 0;
+            continue;
+        }
+        expected[p] = run.output_hash;
+    }
+    char msg[128];
+    for (int rep = 0; rep < reps; rep++) {
+        for (int k = 0; k < NALLOC; k++) {
+            int a = (rep + k) % NALLOC;
+            if (!program_usable(a))
+                continue;
+            for (int p = 0; p < rpb_nprograms && p < MAX_PROGRAMS; p++) {
+                wall[a][p][rep] = cpu[a][p][rep] = -1;
+                if (!program_exe[p][0] || failed[a][p])
+                    continue;
+                snprintf(msg, sizeof msg, "program %s %s rep %d/%d", rpb_programs[p].name, allocators[a].name,
+                         rep + 1, reps);
+                progress(msg);
+                rpb_run run;
+                int rc = rpb_program_run(p, program_exe[p], dir, res_alloc[a].program_preload, allocators[a].options,
+                                         &run);
+                if (rc == 0 && run.output_hash != expected[p])
+                    snprintf(run.error, sizeof run.error, "output differs from the system malloc's");
+                if (rc != 0 || run.error[0]) {
+                    failed[a][p] = 1;
+                    snprintf(res_alloc[a].program_why, sizeof res_alloc[a].program_why, "%s: %s",
+                             rpb_programs[p].name, run.error);
+                    continue;
+                }
+                wall[a][p][rep] = run.wall_s;
+                cpu[a][p][rep] = run.cpu_s;
+            }
+        }
+    }
+    for (int a = 0; a < NALLOC; a++)
+        for (int p = 0; p < rpb_nprograms && p < MAX_PROGRAMS; p++) {
+            int measured = program_usable(a) && program_exe[p][0] && !failed[a][p];
+            program_wall[a][p] = measured ? median(wall[a][p], reps) : -1;
+            program_cpu[a][p] = measured ? median(cpu[a][p], reps) : -1;
+        }
+    remove_work_dir(dir);
+}
+
 /* ---- reporting ------------------------------------------------------------------------- */
 
 static double seed_mean(int a, int c)
@@ -394,6 +515,18 @@ static void cell(double v, const char *fmt)
         snprintf(buf, sizeof buf, "-");
     else
         snprintf(buf, sizeof buf, fmt, v);
+    printf(" %12s", buf);
+}
+
+/* One cell of two figures (fmt takes both: "%.0f/%.0f", "%.2f [%.2f]"), "-" when x is not
+ * measured. */
+static void cell2(double x, double y, const char *fmt)
+{
+    char buf[32];
+    if (x < 0)
+        snprintf(buf, sizeof buf, "-");
+    else
+        snprintf(buf, sizeof buf, fmt, x, y);
     printf(" %12s", buf);
 }
 
@@ -436,6 +569,8 @@ static int peer_index(const char *name)
             return a;
     return -1;
 }
+
+static void check_debug_target(int record);
 
 static void print_targets(void)
 {
@@ -489,8 +624,10 @@ static void print_targets(void)
                 target(x <= (p < 2 ? 1.0 : 1.2), "%s: rampart/peer cost = %.2f", what, x);
             }
     }
+    check_debug_target(1);
     if (!target_fail)
-        printf("\nall targets met (seed flat <= 1.2; <= glibc and jemalloc; <= 1.2x mimalloc, < 1x on aligned seeds)\n");
+        printf("\nall targets met (seed flat <= 1.2; <= glibc and jemalloc; <= 1.2x mimalloc, < 1x on aligned seeds; "
+               "debug <= 3x release where measured)\n");
 }
 
 static void print_tables(void)
@@ -536,16 +673,9 @@ static void print_tables(void)
             if (!case_selected(c))
                 continue;
             printf("%-14s", rpb_cases[c].name);
-            for (int a = 0; a < NALLOC; a++) {
-                if (!alloc_usable(a, NULL))
-                    continue;
-                char buf[32];
-                if (churn_ns[a][c] < 0)
-                    snprintf(buf, sizeof buf, "-");
-                else
-                    snprintf(buf, sizeof buf, "%.0f/%.0f", churn_ns[a][c], churn_p999[a][c]);
-                printf(" %12s", buf);
-            }
+            for (int a = 0; a < NALLOC; a++)
+                if (alloc_usable(a, NULL))
+                    cell2(churn_ns[a][c], churn_p999[a][c], "%.0f/%.0f");
             printf("\n");
         }
         printf("rampart / other, churn ns/op [p99.9]\n");
@@ -554,17 +684,10 @@ static void print_tables(void)
             if (!case_selected(c))
                 continue;
             printf("%-14s", rpb_cases[c].name);
-            for (int a = 1; a < NALLOC; a++) {
-                if (!alloc_usable(a, NULL))
-                    continue;
-                char buf[32];
-                double x = ratio(churn_ns[0][c], churn_ns[a][c]), y = ratio(churn_p999[0][c], churn_p999[a][c]);
-                if (x < 0)
-                    snprintf(buf, sizeof buf, "-");
-                else
-                    snprintf(buf, sizeof buf, "%.2f [%.2f]", x, y);
-                printf(" %12s", buf);
-            }
+            for (int a = 1; a < NALLOC; a++)
+                if (alloc_usable(a, NULL))
+                    cell2(ratio(churn_ns[0][c], churn_ns[a][c]), ratio(churn_p999[0][c], churn_p999[a][c]),
+                          "%.2f [%.2f]");
             printf("\n");
         }
     }
@@ -605,22 +728,141 @@ static void print_tables(void)
             for (int a = 1; a < NALLOC; a++) {
                 if (!alloc_usable(a, "malloc"))
                     continue;
-                char buf[32];
                 double x = ratio(threads_ops[sc - SC_PAIRS][a][t], threads_ops[sc - SC_PAIRS][0][t]);
                 double y = ratio(threads_cpu_ns[sc - SC_PAIRS][0][t], threads_cpu_ns[sc - SC_PAIRS][a][t]);
-                if (x < 0)
-                    snprintf(buf, sizeof buf, "-");
-                else
-                    snprintf(buf, sizeof buf, "%.2f [%.2f]", x, y);
-                printf(" %12s", buf);
+                cell2(x, y, "%.2f [%.2f]");
             }
             printf("\n");
         }
     }
 }
 
+/* Starts the row "x / y" of a block of ratios; the block's title goes before its first row. */
+static void ratio_row_label(int *any, const char *title, const char *x, const char *y)
+{
+    if (!*any)
+        printf("%s\n", title);
+    *any = 1;
+    char label[48];
+    snprintf(label, sizeof label, "%s / %s", x, y);
+    printf("  %-22s", label);
+}
+
+static int program_index(const char *name)
+{
+    for (int a = 0; a < NALLOC; a++)
+        if (strcmp(allocators[a].name, name) == 0 && program_usable(a))
+            return a;
+    return -1;
+}
+
+/* Cost ratio x / y of two rows' program medians (CPU or wall), or -1. */
+static double program_ratio(const double t[NALLOC][MAX_PROGRAMS], int x, int y, int p)
+{
+    return x < 0 || y < 0 ? -1 : ratio(t[x][p], t[y][p]);
+}
+
+/* The program scenario: medians per workload and row, then the ratios that matter. */
+static void print_programs(void)
+{
+    if (!scenario_on[SC_PROGRAM])
+        return;
+    printf("\nprogram: whole programs, the allocator in LD_PRELOAD -- wall s / CPU s (median of %d runs; each run's "
+           "output is the system malloc's)\n",
+           reps);
+    for (int p = 0; p < rpb_nprograms && p < MAX_PROGRAMS; p++)
+        printf("  %-14s %s%s%s\n", rpb_programs[p].name, rpb_programs[p].what, program_skipped[p][0] ? ": SKIPPED, " : "",
+               program_skipped[p]);
+    printf("%-14s", "workload");
+    for (int a = 0; a < NALLOC; a++)
+        if (program_usable(a))
+            printf(" %12s", allocators[a].name);
+    printf("\n");
+    for (int p = 0; p < rpb_nprograms && p < MAX_PROGRAMS; p++) {
+        printf("%-14s", rpb_programs[p].name);
+        for (int a = 0; a < NALLOC; a++)
+            if (program_usable(a))
+                cell2(program_wall[a][p], program_cpu[a][p], "%.2f/%.2f");
+        printf("\n");
+    }
+    for (int a = 0; a < NALLOC; a++)
+        if (alloc_on[a] && allocators[a].program_preload && res_alloc[a].program_why[0])
+            printf("  %s: not measured: %s\n", allocators[a].name, res_alloc[a].program_why);
+    static const char *const pairs[][2] = {{"rampart", "glibc"},    {"debug", "rampart"},   {"debug-nobt", "rampart"},
+                                           {"glibc-asan", "glibc"}, {"debug", "glibc-asan"}};
+    int any = 0;
+    for (size_t k = 0; k < sizeof pairs / sizeof pairs[0]; k++) {
+        int x = program_index(pairs[k][0]), y = program_index(pairs[k][1]);
+        if (x < 0 || y < 0)
+            continue;
+        ratio_row_label(&any, "cost ratios, CPU time [wall]", pairs[k][0], pairs[k][1]);
+        for (int p = 0; p < rpb_nprograms && p < MAX_PROGRAMS; p++) {
+            double c = program_ratio(program_cpu, x, y, p), w = program_ratio(program_wall, x, y, p);
+            if (c >= 0)
+                printf(" %s %.2fx [%.2fx]", rpb_programs[p].name, c, w);
+        }
+        printf("\n");
+    }
+}
+
+/* The debug flavour's target, <= 3x release with backtraces on, on both kinds of measurement:
+ * the microbenchmarks (debug / rp_alloc: the same rp_alloc loops on the release heap) and the
+ * programs (debug / rampart: librampart_malloc_debug.so against librampart_malloc.so, CPU
+ * time). Prints the verdict of each kind; with record set, also lists every miss among the
+ * missed targets. */
+#define DEBUG_TARGET 3.0
+
+static void check_debug_target(int record)
+{
+    char what[96];
+    int dbg = peer_index("debug"), rel = peer_index("rp_alloc");
+    if (dbg >= 0 && rel >= 0 && (scenario_on[SC_SEED] || scenario_on[SC_CHURN])) {
+        int n = 0, over = 0;
+        if (!record)
+            printf("  microbenchmarks, debug / rp_alloc (ns/op of rp_alloc loops that never touch the memory):\n   ");
+        for (int c = 0; c < rpb_ncases; c++) {
+            if (!case_selected(c))
+                continue;
+            for (int k = 0; k < 2; k++) {
+                double x = k == 0 ? ratio(seed_mean(dbg, c), seed_mean(rel, c)) : ratio(churn_ns[dbg][c], churn_ns[rel][c]);
+                if (x < 0)
+                    continue;
+                n++;
+                over += x > DEBUG_TARGET;
+                snprintf(what, sizeof what, "debug %s %s vs rp_alloc", k == 0 ? "seed" : "churn", rpb_cases[c].name);
+                if (record)
+                    target(x <= DEBUG_TARGET, "%s: debug/release = %.2f (target <= 3)", what, x);
+                else
+                    printf(" %s %s %.1fx", k == 0 ? "seed" : "churn", rpb_cases[c].name, x);
+            }
+        }
+        if (!record)
+            printf("\n   -> %s (%d of %d over 3x)\n", over ? "MISSED" : "met", over, n);
+    }
+    int pd = program_index("debug"), pr = program_index("rampart");
+    if (pd >= 0 && pr >= 0 && scenario_on[SC_PROGRAM]) {
+        int n = 0, over = 0;
+        if (!record)
+            printf("  programs, debug / rampart (CPU time of whole programs by LD_PRELOAD):\n   ");
+        for (int p = 0; p < rpb_nprograms && p < MAX_PROGRAMS; p++) {
+            double x = program_ratio(program_cpu, pd, pr, p);
+            if (x < 0)
+                continue;
+            n++;
+            over += x > DEBUG_TARGET;
+            snprintf(what, sizeof what, "debug program %s vs rampart", rpb_programs[p].name);
+            if (record)
+                target(x <= DEBUG_TARGET, "%s: debug/release CPU = %.2f (target <= 3)", what, x);
+            else
+                printf(" %s %.2fx", rpb_programs[p].name, x);
+        }
+        if (!record)
+            printf("\n   -> %s (%d of %d over 3x)\n", n == 0 ? "not measured" : over ? "MISSED" : "met", over, n);
+    }
+}
+
 /* The debug flavour's rows against their references: "x/y: seed (mean ns/op) and churn" for
- * every case, then the cost of one stack capture. */
+ * every case, then the cost of one stack capture and the verdict on the debug target. */
 static double capture_ns = -1;
 
 static void print_debug_block(void)
@@ -628,16 +870,12 @@ static void print_debug_block(void)
     static const char *const pairs[][2] = {
         {"debug", "rp_alloc"}, {"debug-nobt", "rp_alloc"}, {"debug", "glibc-asan"}, {"glibc-asan", "glibc"}};
     int any = 0;
-    for (size_t k = 0; k < sizeof pairs / sizeof pairs[0]; k++) {
+    for (size_t k = 0; k < sizeof pairs / sizeof pairs[0] && (scenario_on[SC_SEED] || scenario_on[SC_CHURN]); k++) {
         int x = peer_index(pairs[k][0]), y = peer_index(pairs[k][1]);
         if (x < 0 || y < 0)
             continue;
-        if (!any)
-            printf("\ndebug flavour: cost ratios per case, seed ns/op ; churn ns/op\n");
-        any = 1;
-        char label[48];
-        snprintf(label, sizeof label, "%s / %s", pairs[k][0], pairs[k][1]);
-        printf("  %-22s", label);
+        ratio_row_label(&any, "\ndebug flavour: cost ratios per case, seed ns/op ; churn ns/op", pairs[k][0],
+                        pairs[k][1]);
         for (int c = 0; c < rpb_ncases; c++) {
             if (!case_selected(c))
                 continue;
@@ -654,6 +892,11 @@ static void print_debug_block(void)
         printf("debug stack capture (rp_stack_capture, 16 of 20+ frames, depot hit): %.1f ns per stack; an allocation "
                "records one stack and its free another\n",
                capture_ns);
+    if ((peer_index("debug") >= 0 && peer_index("rp_alloc") >= 0) ||
+        (program_index("debug") >= 0 && program_index("rampart") >= 0)) {
+        printf("\ndebug flavour target: <= %.0fx release with backtraces on\n", DEBUG_TARGET);
+        check_debug_target(0);
+    }
 }
 
 static void json_num(FILE *f, double v)
@@ -738,9 +981,25 @@ static int write_json(const char *path, const char *machine)
             }
             fprintf(f, "}");
         }
-        fprintf(f, "}%s\n", sc == SC_PRODCONS ? "" : ",");
+        fprintf(f, "},\n");
     }
-    fprintf(f, "}\n");
+    fprintf(f, "  \"program\": {");
+    for (int p = 0; p < rpb_nprograms && p < MAX_PROGRAMS; p++) {
+        fprintf(f, "%s\n    \"%s\": {", p ? "," : "", rpb_programs[p].name);
+        int fa = 1;
+        for (int a = 0; a < NALLOC; a++) {
+            if (!program_usable(a))
+                continue;
+            fprintf(f, "%s\"%s\": {\"wall_s\": ", fa ? "" : ", ", allocators[a].name);
+            fa = 0;
+            json_num(f, scenario_on[SC_PROGRAM] ? program_wall[a][p] : -1);
+            fprintf(f, ", \"cpu_s\": ");
+            json_num(f, scenario_on[SC_PROGRAM] ? program_cpu[a][p] : -1);
+            fprintf(f, "}");
+        }
+        fprintf(f, "}");
+    }
+    fprintf(f, "\n  }\n}\n");
     return fclose(f) == 0 ? 0 : -1;
 }
 
@@ -793,8 +1052,9 @@ static void usage(void)
     fprintf(stderr, "usage: rpbench [--reps N] [--quick] [--debug] [--scenarios LIST] [--allocators LIST]\n"
                     "               [--case NAME] [--threads LIST] [--rounds N] [--per-round N] [--churn-ops N]\n"
                     "               [--thread-ops N] [--json FILE] [--svg FILE|none]\n"
-                    "--debug adds the debug flavour rows (debug, debug-nobt, glibc-asan) and the stack capture cost\n"
-                    "scenarios: seed,churn,memory,pairs,prodcons\nallocators:");
+                    "--debug adds the debug flavour rows (debug, debug-nobt, glibc-asan), the stack capture cost and\n"
+                    "the debug target (<= 3x release) on microbenchmarks and programs\n"
+                    "scenarios: seed,churn,memory,pairs,prodcons,program\nallocators:");
     for (int a = 0; a < NALLOC; a++)
         fprintf(stderr, " %s", allocators[a].name);
     fprintf(stderr, "\ncases:");
@@ -928,6 +1188,8 @@ int main(int argc, char **argv)
         measure_threads(SC_PAIRS);
     if (scenario_on[SC_PRODCONS])
         measure_threads(SC_PRODCONS);
+    if (scenario_on[SC_PROGRAM])
+        measure_programs();
     int dbg = peer_index("debug");
     if (dbg >= 0) {
         double v[MAX_REPS];
@@ -943,6 +1205,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "\r%-70s\r", "");
 
     print_tables();
+    print_programs();
     print_debug_block();
     print_targets();
     printf("\n(%.0f s)\n", (double)time(NULL) - t0);

@@ -1,9 +1,13 @@
 #!/bin/bash
-# librampart_malloc.so exports exactly the symbols of dist/exports.map: the allocation
-# functions and rampart's public API, nothing internal that could clash with a program.
+# A malloc library (librampart_malloc.so, librampart_malloc_debug.so) exports exactly the
+# symbols of its export map: the allocation functions and rampart's public API (plus, for the
+# debug flavour, its debug API), nothing internal that could clash with a program; and it
+# depends on no other libraries than the ones given.
+#   exports_test.sh LIBRARY EXPORT_MAP 'NEEDED LIBRARIES'
 set -u
 so=$1
 map=$2
+needed_libs=$3
 expected=$(sed -n '/global:/,/local:/p' "$map" | sed 's,/\*.*\*/,,' | tr ' ;' '\n\n' | grep -E '^[A-Za-z_][A-Za-z0-9_]*$' | grep -v '^global$\|^local$' | sort -u)
 actual=$(nm -D --defined-only "$so" | awk '$2 ~ /^[TWDBR]$/ { print $3 }' | sed 's/@.*//' | sort -u)
 if [ "$expected" != "$actual" ]; then
@@ -21,5 +25,6 @@ if nm -D --defined-only "$so" | awk '$2 ~ /^[TWDBR]$/ { print $3 }' | grep -q '^
 fi
 # (a sanitizer configuration adds its runtime)
 deps=$(readelf -d "$so" | awk '/NEEDED/ { print $5 }' | tr -d '[]' | grep -v 'san\.so' | sort | tr '\n' ' ')
-[ "$deps" = "libc.so.6 libm.so.6 " ] || { echo "FAIL: unexpected dependencies: $deps"; exit 1; }
+want=$(echo "$needed_libs" | tr ' ' '\n' | sort | tr '\n' ' ')
+[ "$deps" = "$want" ] || { echo "FAIL: dependencies '$deps', expected '$want'"; exit 1; }
 echo "$(echo "$actual" | wc -l) symbols exported, all listed; depends on $deps"

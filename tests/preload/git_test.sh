@@ -1,7 +1,8 @@
 #!/bin/bash
 # git on a generated repository (init, add, commits, branch and merge, log --stat, diff, gc,
-# fsck), with and without librampart_malloc.so: identical output, hashes included.
-source "$(dirname "$0")/preload_lib.sh" "$1"
+# fsck), with and without a rampart malloc library (release or debug flavour: preload_lib.sh):
+# identical output, hashes included.
+source "$(dirname "$0")/preload_lib.sh" "$@"
 export GIT_AUTHOR_NAME=rampart GIT_AUTHOR_EMAIL=rampart@example.invalid
 export GIT_COMMITTER_NAME=rampart GIT_COMMITTER_EMAIL=rampart@example.invalid
 export GIT_AUTHOR_DATE="2024-01-01T00:00:00Z" GIT_COMMITTER_DATE="2024-01-01T00:00:00Z"

@@ -1,17 +1,26 @@
 #!/bin/bash
-# Shared by the LD_PRELOAD tests: run a command with and without librampart_malloc.so and
+# Shared by the LD_PRELOAD tests: run a command with and without a rampart malloc library and
 # compare what it prints.
 #
-#   source preload_lib.sh LIBRARY
-#   compare_runs NAME COMMAND...    runs COMMAND plainly, then under LD_PRELOAD in three
-#                                   configurations (defaults; no thread cache; a tiny cache,
-#                                   so flushes and refills happen all the time); stdout must
-#                                   be identical, and rampart's at-exit statistics must show
-#                                   that rampart did serve the allocations.
+#   source preload_lib.sh LIBRARY [FLAVOUR]
+#   compare_runs NAME COMMAND...    runs COMMAND plainly, then under LD_PRELOAD in the
+#                                   flavour's configurations; stdout must be identical,
+#                                   rampart's at-exit statistics must show that rampart did
+#                                   serve the allocations, and rampart must report nothing.
+# FLAVOUR is "release" (librampart_malloc.so, the default: defaults; no thread cache; a tiny
+# cache, so flushes and refills happen all the time) or "debug" (librampart_malloc_debug.so:
+# every check with 16-frame stacks; no quarantine and no stacks, so freed memory is reused at
+# once and verified on reuse).
 set -u
 
 SO=$(readlink -f "$1")
 [ -f "$SO" ] || { echo "FAIL: no library at $1"; exit 1; }
+FLAVOUR=${2:-release}
+case "$FLAVOUR" in
+release) CONFIGS=("stats=1" "stats=1:cache_bytes=0" "stats=1:cache_bytes=2K:arenas=2") ;;
+debug) CONFIGS=("stats=1" "stats=1:quarantine_bytes=0:backtrace_depth=0:arenas=2") ;;
+*) echo "FAIL: unknown flavour '$FLAVOUR'"; exit 1 ;;
+esac
 TMP=${TEST_TMPDIR:-$(mktemp -d)}
 export HOME="$TMP/home"
 mkdir -p "$HOME"
@@ -43,7 +52,7 @@ compare_runs() {
         return
     fi
     local config i=0
-    for config in "stats=1" "stats=1:cache_bytes=0" "stats=1:cache_bytes=2K:arenas=2"; do
+    for config in "${CONFIGS[@]}"; do
         i=$((i + 1))
         local out="$TMP/$name.rampart$i.out" err="$TMP/$name.rampart$i.err"
         if ! run_with "$SO" "$config" "$@" >"$out" 2>"$err"; then
@@ -60,12 +69,12 @@ compare_runs() {
         # allocations. The busiest process counts.
         local allocs
         allocs=$(awk '$1 == "total" && $(NF-1) > max { max = $(NF-1) } END { print max + 0 }' "$err")
-        if ! grep -q "rampart release: malloc statistics" "$err" || [ -z "$allocs" ] || [ "$allocs" -lt 1000 ]; then
+        if ! grep -q "rampart $FLAVOUR: malloc statistics" "$err" || [ -z "$allocs" ] || [ "$allocs" -lt 1000 ]; then
             fail "$name: no rampart statistics at exit ($config): allocations '$allocs'"
             tail -12 "$err"
             continue
         fi
-        if grep -q "rampart: .*RAMPART_OPTIONS\|rampart: [a-z-]*: " "$err"; then
+        if grep -q "rampart: .*RAMPART_OPTIONS\|rampart: [a-z-]*: \|ERROR: rampart" "$err"; then
             fail "$name: rampart reported something ($config)"
             grep "rampart:" "$err" | head -5
             continue

@@ -1,7 +1,8 @@
 #!/bin/bash
 # python3 running an allocation-heavy script (every object from malloc: PYTHONMALLOC=malloc),
-# with and without librampart_malloc.so: identical output.
-source "$(dirname "$0")/preload_lib.sh" "$1"
+# with and without a rampart malloc library (release or debug flavour: preload_lib.sh):
+# identical output.
+source "$(dirname "$0")/preload_lib.sh" "$@"
 PY=/usr/bin/python3
 [ -x "$PY" ] || PY=$(command -v python3)
 export PYTHONMALLOC=malloc PYTHONHASHSEED=0

@@ -1,7 +1,8 @@
 #!/bin/bash
 # sqlite3 building and querying a 100k-row table (file database, indexes, updates, vacuum,
-# PRAGMA integrity_check), with and without librampart_malloc.so: identical output.
-source "$(dirname "$0")/preload_lib.sh" "$1"
+# PRAGMA integrity_check), with and without a rampart malloc library (release or debug flavour:
+# preload_lib.sh): identical output.
+source "$(dirname "$0")/preload_lib.sh" "$@"
 SQL="$(dirname "$0")/sqlite_100k.sql"
 run_sqlite() {
     rm -f "$TMP/test.db"
