@@ -166,10 +166,19 @@ RP_NO_SANITIZE_ADDRESS void do_misuse(uint8_t kind, int s, uint16_t offset)
             target = rp_block_prev(hdr);
         if (!target)
             return;
+        /* The block's other free neighbour is checked too; when it is the target's list
+         * neighbour, the damaged link shows as an inconsistency of its links first. */
+        rp_block *other = NULL;
+        if (target != next && !(next->bits & RP_HDR_SENTINEL) && (next->bits & RP_HDR_FREE))
+            other = next;
+        else if (target == next && (hdr->bits & RP_HDR_PREV_FREE))
+            other = rp_block_prev(hdr);
+        if (other && rp_links(other)->next != target && rp_links(other)->prev != target)
+            other = NULL;
         set_ptr((offset & 1) ? (void *)&rp_links(target)->prev : (void *)&rp_links(target)->next, target);
         rp_free(sb->p);
         restore_bytes();
-        expect_report(KIND(RP_ERR_CORRUPT_FREE_LIST), target);
+        expect_report_either(KIND(RP_ERR_CORRUPT_FREE_LIST), target, other);
         verify_block(sb, sb->usable, "by a refused free");
         return;
     }

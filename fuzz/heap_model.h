@@ -91,6 +91,7 @@ void expect_no_report(void);
 /* Exactly one report, of one of the kinds in `kinds` (KIND bits), naming address p (the
  * pointer passed, or the header found corrupted). */
 void expect_report(unsigned kinds, const void *p);
+void expect_report_either(unsigned kinds, const void *p, const void *alt);
 #define KIND(k) (1u << (k))
 
 
