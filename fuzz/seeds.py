@@ -20,7 +20,7 @@ heap_ops input format (fuzz/heap_ops.c is the authority):
     invalid or huge values, bit 7 = the second heap.
 
 malloc_api input format (fuzz/malloc_api.c is the authority): operations until the input
-    ends, an opcode byte (its low four bits; 15 does nothing yet) and its arguments. A slot
+    ends, an opcode byte (its low four bits) and its arguments. A slot
     byte picks one of 128 blocks the program holds (an occupied slot is freed first). Sizes
     are 16 bits as for heap_ops, but whole pages (range 5) only up to 1 MiB and malloc_api's
     own table of special values (range 7: edges, 4 MiB, and sizes from 2^47 on, which must
@@ -36,6 +36,24 @@ malloc_api input format (fuzz/malloc_api.c is the authority): operations until t
         (what % 6 on the second thread: 0 free, 1 malloc, 2 realloc, 3 flush, 4 exit, 5 check)
         11 flush (this thread's cache)                           12 check
         13 malloc-run slot count size                            14 free-run slot count stride
+        15 more what (% 8) and its arguments:
+            0 stats         rp_malloc_stats against the arenas' counters and the blocks held
+            1 print         rp_malloc_stats_print into memory, every line parsed back
+            2 glibc pad     malloc_stats (stderr read back), mallinfo2, mallinfo, mallopt,
+                            malloc_trim((pad % 16) * 64 KiB): the transfer caches end empty
+            3 burst count size   (count % 201) * 3 blocks of size % 65520 bytes allocated here,
+                            freed on the second thread, allocated again (at most 4 per input)
+            4 misuse kind size   kind % 5: 0 a second free of a cached block, 1 realloc of one,
+                            2 free of foreign memory (ignored, counted), 3 realloc of foreign
+                            memory, 4 a second free of cached pages; size's low 11 bits: the
+                            offset into the foreign buffer
+            5 aliases       the next operation through __libc_malloc, __libc_calloc,
+                            __libc_realloc, __libc_memalign, __libc_valloc, __libc_pvalloc,
+                            __libc_free and free_aligned_sized (for free_sized)
+            6 fork magic mode    only with magic 0xf0, once per input: the child checks, frees
+                            every block, allocates; mode bit 0: the default report function in
+                            a grandchild (one line on stderr, SIGABRT)
+            7 nothing (free)
 
 corruption input format (fuzz/corruption.c is the authority): three bytes naming the one
     fault, then valid operations until the input ends; the fault is injected after them.
@@ -248,7 +266,9 @@ def heap_ops_seeds():
 # ---- malloc_api ------------------------------------------------------------------------------
 
 (M_MALLOC, M_CALLOC, M_REALLOC, M_REALLOCARRAY, M_POSIX_MEMALIGN, M_ALIGNED_ALLOC, M_MEMALIGN, M_VALLOC,
- M_FREE, M_USABLE, M_THREAD, M_FLUSH, M_CHECK, M_MALLOC_RUN, M_FREE_RUN) = range(15)
+ M_FREE, M_USABLE, M_THREAD, M_FLUSH, M_CHECK, M_MALLOC_RUN, M_FREE_RUN, M_MORE) = range(16)
+(MORE_STATS, MORE_PRINT, MORE_GLIBC, MORE_BURST, MORE_MISUSE, MORE_ALIASES, MORE_FORK) = range(7)
+FORK_MAGIC = 0xf0
 
 MALLOC_SIZES = [0, 1, 15, 16, 17, 24, 1008, 1009, 4096, 65536, 65537, 1 << 20, 4 << 20, 1 << 47,
                 (1 << 63) - 1, 1 << 63, 2**64 - 4096, 2**64 - 16, 2**64 - 1, 1 << 48]
@@ -309,6 +329,24 @@ def m_free_run(slot, count, stride=1):
     return bytes([M_FREE_RUN, slot, count, stride - 1])
 
 
+def m_more(what, *args):
+    return bytes([M_MORE, what, *args])
+
+
+def m_burst(blocks, size):
+    """Blocks are counted in threes (at most 600)."""
+    assert blocks % 3 == 0 and blocks <= 600
+    return m_more(MORE_BURST, blocks // 3) + msize(size)
+
+
+def m_misuse(kind, size=0, foreign_offset=0):
+    """kind % 5: 0 a second free of a cached block, 1 realloc of one, 2 free of foreign memory,
+    3 realloc of foreign memory, 4 a second free of cached pages. The size code's low 11 bits
+    are the offset into the foreign buffer (kinds 2 and 3)."""
+    code = size16(size, MALLOC_SIZES, 256) if size else foreign_offset
+    return m_more(MORE_MISUSE, kind) + u16(code)
+
+
 def malloc_api_seeds():
     s = {}
     check, flush = bytes([M_CHECK]), bytes([M_FLUSH])
@@ -347,6 +385,31 @@ def malloc_api_seeds():
                        m_run(0, 40, 4096) + m_free_run(0, 40) + b"".join(m_aligned(M_POSIX_MEMALIGN, i, 4096, 4096)
                                                                            for i in range(20)) +
                        m_free_run(0, 20) + check + flush + m_run(0, 100, 24) + m_free_run(0, 100, 3) + check)
+    # Statistics: rp_malloc_stats, the printed text parsed back, malloc_stats on stderr,
+    # mallinfo, mallopt and malloc_trim with and without a pad, with blocks on both threads.
+    stats, prnt = m_more(MORE_STATS), m_more(MORE_PRINT)
+    s["seed-stats"] = (stats + prnt + m_run(0, 30, 100) + m_thread(T_MALLOC, 40, 5000) + m_thread(T_MALLOC, 41, 1 << 20) +
+                       m_free_run(0, 15, 2) + stats + prnt + m_more(MORE_GLIBC, 0) + m_thread(T_FREE, 40) +
+                       m_free_run(1, 15, 2) + prnt + m_more(MORE_GLIBC, 15) + flush + check + m_more(MORE_GLIBC, 3) +
+                       check)
+    # Bursts: one thread allocates up to 600 blocks of one size, the other frees them all
+    # (batches into the transfer caches), the first allocates them again (batches back).
+    s["seed-burst"] = (m_burst(600, 48) + m_burst(300, 1008) + m_burst(99, 4000) + m_burst(30, 20000) +
+                       m_more(MORE_STATS) + check)
+    # Misuse the drop-in reports itself (cached blocks freed or reallocated again, pages
+    # too) or ignores (foreign memory), with a report function that returns.
+    s["seed-misuse"] = (m_malloc(0, 100) + m_misuse(0, 24) + m_misuse(1, 512) + m_misuse(2, 0, 0) + m_misuse(2, 0, 5) +
+                        m_misuse(3, 0, 16) + m_misuse(4, 4096) + m_misuse(4, 8192) + m_misuse(0, 4000) + check)
+    # The same calls through glibc's internal names and free_aligned_sized.
+    alias = m_more(MORE_ALIASES)
+    s["seed-aliases"] = (alias + m_malloc(0, 100) + alias + m_calloc(1, 10, 10) + alias + m_realloc(0, 5000) +
+                         alias + m_aligned(M_MEMALIGN, 2, 64, 100) + alias + m_valloc(3, 100) +
+                         alias + m_valloc(4, 100, True) + alias + m_free(0) + alias + m_free(1, 1) +
+                         alias + m_free(2, 1) + check)
+    # fork with blocks of both threads live: the child checks, frees them all, allocates; the
+    # default report function in a grandchild (one line on stderr, then abort).
+    s["seed-fork"] = (m_run(0, 20, 200) + m_thread(T_MALLOC, 30, 3000) + m_thread(T_FREE, 3) + m_valloc(31, 8192) +
+                      m_more(MORE_FORK, FORK_MAGIC, 1) + check + m_free_run(0, 32))
     return s
 
 
