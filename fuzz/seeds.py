@@ -13,8 +13,11 @@ heap_ops input format (fuzz/heap_ops.c is the authority):
     shape0: bits 0-3 max_bytes = (v+1) * 512 KiB, bits 4-6 region_bytes = 16 KiB << v,
             bit 7 RP_HEAP_NO_OS
     shape1: bits 0-2 large_threshold = 4 KiB << v, bits 3-5 retain_bytes = 32 KiB << v
-    then operations: an opcode byte (its low four bits; 13..15 do nothing yet) and its
-    arguments, little-endian. A size is 16 bits: the top 3 bits pick a range (0: 0..63,
+    then operations: an opcode byte (its low four bits; 15 does nothing yet) and its
+    arguments, little-endian: 13 batch flags slot count size align (flags bit 0: free rather
+    than allocate; bits 1-3: the free's stride - 1, 7 for -1; bits 4-5: one bad pointer, 1 twice in the
+    batch, 2 the second heap's, 3 foreign; count: count + 1 blocks), 14 fresh-region where
+    (a gigabyte of address space the address map has no leaf for). A size is 16 bits: the top 3 bits pick a range (0: 0..63,
     1: 0..1023, 2: 0..8191, 3: x*8, 4: x*64, 5: whole pages (up to 4 MiB), 6: around a page boundary,
     7: special values); an alignment byte is 0 (default), 1..23 for 2^(v-1), 24..31 for
     invalid or huge values, bit 7 = the second heap.
@@ -81,7 +84,7 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 (OP_ALLOC, OP_CALLOC, OP_REALLOC, OP_FREE, OP_ADD_REGION, OP_CHECK, OP_TRIM, OP_OS_FAIL,
- OP_MISUSE, OP_ALLOC_RUN, OP_FREE_RUN, OP_CORRUPT, OP_EDGES) = range(13)
+ OP_MISUSE, OP_ALLOC_RUN, OP_FREE_RUN, OP_CORRUPT, OP_EDGES, OP_BATCH, OP_FRESH_REGION) = range(15)
 
 SPECIAL_SIZES = [0, 1, 15, 16, 17, 24, 4096, 3072, 64512, 65535, 65536, 65537, 1 << 20, 1 << 32,
                  0xfffff000, 1 << 43, (1 << 43) + 1, (1 << 63) - 1, 2**64 - 4096, 2**64 - 1]
@@ -182,8 +185,38 @@ def edges():
     return bytes([OP_EDGES])
 
 
+def alloc_batch(slot, count, size, align=0):
+    """rp_alloc_batch of count (1..64) blocks into slots slot.."""
+    return bytes([OP_BATCH, 0, slot, count - 1]) + u16(size16(size)) + bytes([align8(align)])
+
+
+BAD_NONE, BAD_TWICE, BAD_OTHER_HEAP, BAD_FOREIGN = range(4)
+
+
+def free_batch(slot, count, stride=1, bad=BAD_NONE):
+    """rp_free_batch of the first heap's blocks among count slots from slot (every stride-th),
+    plus one bad pointer: the last one again, a block of the second heap, foreign memory.
+    stride 1..7, or -1."""
+    return bytes([OP_BATCH, 1 | (7 if stride == -1 else stride - 1) << 1 | bad << 4, slot, count - 1]) + u16(0) + bytes([0])
+
+
+def fresh_region(where=0):
+    return bytes([OP_FRESH_REGION, where])
+
+
 def heap_ops_seeds():
     s = {}
+    # Batches (the thread caches' entry points): allocations of every small shape, short
+    # batches at the cap, page-tier sizes refused; frees in runs and apart, each with a bad
+    # pointer (twice in the batch, the second heap's, foreign memory) reported alone.
+    s["seed-batch"] = (shape(2) + alloc_batch(0, 64, 48) + alloc_batch(64, 64, 1000, 64) + alloc_batch(128, 10, 65536) +
+                       alloc_batch(140, 10, 100, 3) + free_batch(0, 64, 2) + free_batch(1, 31, 2, BAD_TWICE) +
+                       alloc(200, 5000, 0, True) + free_batch(64, 64, 1, BAD_OTHER_HEAP) +
+                       alloc_batch(0, 64, 8000) + alloc_batch(64, 64, 8000) + alloc_batch(128, 64, 16000) +
+                       free_batch(0, 64, 3, BAD_FOREIGN) + check() + free_batch(63, 64, -1, BAD_TWICE) + check())
+    # Caller memory where the address map has no leaf, the OS refusing the leaf; an edges
+    # operation (the default report function, every error kind's name).
+    s["seed-fresh-region"] = shape(4) + fresh_region(0) + fresh_region(7) + alloc(0, 100) + fresh_region(255) + edges()
     # The seed scenario (README, rpbench): runs of one aligned shape, no frees, then churn.
     s["seed-4096x4096"] = (shape(16) + alloc_run(0, 250, 4096, 4096) + check() +
                            free_run(0, 125, 2) + alloc_run(0, 250, 4096, 4096) + check())
