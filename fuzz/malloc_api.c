@@ -35,7 +35,8 @@
  * Opcode 15 (OP_MORE) takes a sub-operation byte: the drop-in's statistics (rp_malloc_stats,
  * the printed text parsed back, malloc_stats, mallinfo, mallopt, malloc_trim), bursts that
  * move batches through the transfer caches between the threads, misuse the drop-in reports
- * itself, glibc's __libc_* names, and (rare: a magic argument) fork.
+ * itself, glibc's __libc_* names, (rare: a magic argument) fork, and damage to the thread and
+ * transfer caches their checkers must name.
  *
  * Input: operations until the input ends (fuzz/seeds.py documents the encoding and writes
  * the seeds): an opcode byte (its low four bits) and its arguments, little-endian.
@@ -102,7 +103,8 @@ static void (*volatile call_free_aligned_sized)(void *, size_t, size_t) = free_a
 #define BURST_MAX 600               /* blocks of one burst, held in slots NSLOTS.. */
 #define ALL_SLOTS (NSLOTS + BURST_MAX)
 #define BURSTS_PER_INPUT 4          /* bursts and forks bound an input's cost */
-#define FORK_MAGIC 0xf0             /* the argument byte that makes OP_MORE fork */
+#define BURST_SIZE_MAX 8192         /* and the size of a burst's blocks */
+#define FORK_MAGIC 0x4bf0           /* the argument that makes OP_MORE fork */
 #define MAX_OPS 4096
 #define CHECK_EVERY 64              /* rp_malloc_check every this many operations */
 #define REAL_MAX ((size_t)4 << 20)  /* requests up to this size must succeed */
@@ -565,11 +567,13 @@ enum {
     MORE_BURST,   /* count8, size16: producer/consumer through the transfer caches */
     MORE_MISUSE,  /* kind8, size16: bad frees and reallocs the drop-in itself reports */
     MORE_ALIASES, /* the next operation calls __libc_* and free_aligned_sized */
-    MORE_FORK,    /* magic8 (nothing unless FORK_MAGIC), mode8 */
-    MORE_COUNT    /* 7: free, does nothing */
+    MORE_FORK,    /* magic16 (nothing unless FORK_MAGIC), mode8 */
+    MORE_DAMAGE,  /* kind8, x8: a thread or transfer cache damaged, checked, put back */
+    MORE_COUNT
 };
 
-static const char *const more_names[MORE_COUNT] = {"stats", "print", "glibc", "burst", "misuse", "aliases", "fork"};
+static const char *const more_names[MORE_COUNT] = {"stats", "print", "glibc", "burst", "misuse", "aliases", "fork",
+                                                   "damage"};
 
 static void do_stats(void)
 {
@@ -711,14 +715,14 @@ NO_FEEDBACK static void expect_burst_disjoint(int k)
                         sorted[i - 1]->usable, (void *)sorted[i]->p, sorted[i]->usable);
 }
 
-/* k allocations of size into the burst's slots. */
+/* k allocations of size into the burst's slots (expect_burst_disjoint checks them after:
+ * qsort may allocate, which must not count as the burst's). */
 static void burst_malloc(int k, size_t size)
 {
     model.in_burst = 1;
     for (int i = 0; i < k; i++)
         do_malloc(NSLOTS + i, size);
     model.in_burst = 0;
-    expect_burst_disjoint(k);
 }
 
 /* Burst: this thread allocates k blocks of one size, the second thread (its cache flushed
@@ -731,10 +735,11 @@ static void do_burst(uint8_t count, uint16_t size16)
     if (model.bursts++ >= BURSTS_PER_INPUT)
         return;
     int k = (count % 201) * 3;
-    size_t size = decode_size(size16) % (RP_TC_MAX_BLOCK - RP_USER_OFFSET);
+    size_t size = decode_size(size16) % (BURST_SIZE_MAX + 1);
     if (k == 0)
         return;
     burst_malloc(k, size);
+    expect_burst_disjoint(k);
     mblock *first = &model.slots[NSLOTS];
     rp_tcache *tc = rp_tc_self;
     rp_heap *arena = tc ? tc->arena : NULL;
@@ -778,6 +783,7 @@ static void do_burst(uint8_t count, uint16_t size16)
     burst_malloc(k, size);
     rp_malloc_stats(&s4);
     rp_heap_stats(arena, &h1);
+    expect_burst_disjoint(k);
     uint64_t takes = s4.transfer_takes - s3.transfer_takes;
     if (expect_take)
         EXPECT(takes > 0, "%d allocations of %zu bytes took no batch from the transfer cache holding %u", k, size,
@@ -896,6 +902,203 @@ static void do_misuse(uint8_t kind, uint16_t size16)
     expect_malloc_check(" after misuse");
 }
 
+/* ---- damage (MORE_DAMAGE) ---------------------------------------------------------------- */
+
+/* Bytes changed on purpose, put back by undo() (newest first). */
+static struct {
+    void *at;
+    unsigned char old[8];
+    size_t len;
+} undo_log[4];
+static int undo_n;
+
+static void poke(void *at, const void *value, size_t len)
+{
+    EXPECT(undo_n < 4 && len <= 8, "too many changes to undo");
+    undo_log[undo_n].at = at;
+    undo_log[undo_n].len = len;
+    memcpy(undo_log[undo_n++].old, at, len);
+    memcpy(at, value, len);
+}
+
+#define POKE(field, value)                                                                     \
+    do {                                                                                       \
+        __typeof__(field) v_ = (value);                                                        \
+        poke(&(field), &v_, sizeof v_);                                                        \
+    } while (0)
+
+static void undo(void)
+{
+    while (undo_n > 0) {
+        undo_n--;
+        memcpy(undo_log[undo_n].at, undo_log[undo_n].old, undo_log[undo_n].len);
+    }
+}
+
+/* A bin of this thread's cache holding at least two blocks of `size` bytes, the last three
+ * freed on top (NULL when the frees did not cache them). */
+static rp_tc_bin *prepared_bin(size_t size)
+{
+    void *p[3];
+    for (int i = 0; i < 3; i++) {
+        p[i] = call_malloc(size);
+        EXPECT(p[i], "malloc(%zu) failed (errno %d)", size, errno);
+        expect_rampart_block(p[i], "malloc");
+    }
+    const rp_tc_bin *bin = bin_of(p[0]);
+    for (int i = 0; i < 3; i++)
+        call_free(p[i]);
+    return bin && bin->head == p[2] && bin->count >= 2 ? (rp_tc_bin *)bin : NULL;
+}
+
+/* The most recent batch of some class in this thread's arena's transfer cache, or NULL. */
+static rp_xfer_batch *some_batch(rp_xfer **xp, unsigned *cp)
+{
+    rp_xfer *x = rp_tc_self ? rp_xfer_of(rp_tc_self->arena) : NULL;
+    for (unsigned c = 0; x && c < RP_TC_CLASSES; c++) {
+        if (x->n[c] > 0) {
+            *xp = x;
+            *cp = c;
+            return &x->slot[c][x->n[c] - 1];
+        }
+    }
+    return NULL;
+}
+
+/* The transfer cache damaged, or NULL for this thread's cache: the checker of the one
+ * structure damaged (the part of rp_malloc_check that covers it) is what must answer. */
+static rp_xfer *damaged_xfer;
+
+static int damaged_check(char *why, size_t len)
+{
+    return damaged_xfer ? rp_xfer_check(damaged_xfer, rp_tc_self->arena, why, len)
+                        : rp_tc_check(rp_tc_self, why, len);
+}
+
+/* The check must fail naming `invariant`, and pass once the bytes are back. */
+static void expect_named(const char *invariant, const char *what)
+{
+    char why[256];
+    int rc = damaged_check(why, sizeof why);
+    undo();
+    EXPECT(rc != 0 && strncmp(why, invariant, strlen(invariant)) == 0, "%s: the check %s%s, expected %s", what,
+           rc ? "says " : "passes", rc ? why : "", invariant);
+    EXPECT(damaged_check(why, sizeof why) == 0, "%s, put back: the check says %s", what, why);
+}
+
+/* The bin's blocks (at most RP_TC_LIMIT_MAX), read before it is damaged; 0 unless every one
+ * has exactly its class's size (the accounting of an abandoned bin is exact only then). */
+static int bin_blocks(const rp_tc_bin *bin, size_t cs, uint64_t **out)
+{
+    uint64_t key = rp_tc_self->key;
+    uint64_t *w = bin->head;
+    int n = 0;
+    for (uint32_t i = 0; i < bin->count && w; i++) {
+        if (call_usable(w) + RP_USER_OFFSET != cs)
+            return 0;
+        out[n++] = w;
+        w = (uint64_t *)(uintptr_t)(w[0] ^ key);
+    }
+    return n;
+}
+
+/* A damaged link met by malloc (its pop) or by a flush: one corrupted-free-list report
+ * naming the block, the bin abandoned (its blocks stay allocated; malloc fails with ENOMEM).
+ * The harness then clears their tags and frees them, and everything checks out. */
+static void damaged_link_met(rp_tc_bin *bin, size_t size, int by_flush)
+{
+    static uint64_t *blocks[RP_TC_LIMIT_MAX];
+    size_t cs = rp_tc_class_size((unsigned)(bin - rp_tc_self->bins));
+    int n = bin_blocks(bin, cs, blocks);
+    if (n < 2)
+        return;
+    uint64_t *bad = by_flush ? blocks[1] : blocks[0];
+    bad[0] = 0; /* decodes to the key: misaligned */
+    void *old_arg;
+    rp_report_fn old = rp_set_report_fn(catch_report, NULL, &old_arg);
+    memset(&caught, 0, sizeof caught);
+    if (by_flush) {
+        rp_malloc_thread_flush();
+    } else {
+        errno = 0;
+        void *p = call_malloc(size);
+        EXPECT(!p && errno == ENOMEM, "malloc from a bin with a damaged link returned %p (errno %d)", p, errno);
+    }
+    rp_set_report_fn(old, old_arg, NULL);
+    expect_report(RP_ERR_CORRUPT_FREE_LIST, bad, "damaged link", by_flush ? "a flush" : "malloc");
+    for (int i = 0; i < n; i++) {
+        blocks[i][1] = 0; /* outside every cache now (T4) */
+        call_free(blocks[i]);
+    }
+    expect_malloc_check(" after a damaged bin was abandoned");
+}
+
+static void do_damage(uint8_t kind, uint8_t x)
+{
+    rp_tcache *tc = rp_tc_self;
+    damaged_xfer = NULL;
+    if (!tc)
+        return;
+    kind %= 16;
+    size_t size = (size_t)(x >> 2) * 16;
+    if (kind < 8) {
+        rp_tc_bin *bin = prepared_bin(size);
+        if (!bin)
+            return;
+        uint64_t *head = bin->head;
+        if (kind == 0 && (x & 3)) {
+            damaged_link_met(bin, size, (x & 3) == 2);
+            return;
+        }
+        switch (kind) {
+        case 0: POKE(head[0], 0); expect_named("T2:", "a cached block's link zeroed"); break;
+        case 1: POKE(head[1], head[1] ^ 16); expect_named("T1:", "a cached block's tag changed"); break;
+        case 2: POKE(head[0], (uint64_t)(uintptr_t)head ^ tc->key); expect_named("T1:", "a block linked to itself"); break;
+        case 3: POKE(bin->count, bin->count + 1); expect_named("T2:", "a bin's count one too high"); break;
+        case 4: POKE(bin->count, bin->count - 1); expect_named("T2:", "a bin's count one too low"); break;
+        case 5: POKE(bin->count, bin->limit + 1); expect_named("T2:", "a bin above its limit"); break;
+        case 6: POKE(tc->bytes, tc->bytes + 16); expect_named("T3:", "the cache's bytes miscounted"); break;
+        default: POKE(tc->cap, tc->bytes - 1); expect_named("T3:", "the cache above its cap"); break;
+        }
+        return;
+    }
+    if (kind < 10) {
+        unsigned char *p = cached_block(PAGE, 1);
+        if (!p)
+            return;
+        rp_tc_pbin *pb = &tc->pbins[0];
+        if (kind == 8) {
+            POKE(pb->count, pb->limit + 1);
+            expect_named("T2:", "a page bin above its limit");
+        } else {
+            rp_page *d = pb->slot[pb->count - 1].d;
+            POKE(d->flags, (uint8_t)(d->flags & ~RP_PAGEF_CACHED));
+            expect_named("T1:", "a cached page block's flag cleared");
+        }
+        return;
+    }
+    rp_xfer *xf;
+    unsigned c;
+    rp_xfer_batch *b = some_batch(&xf, &c);
+    if (!b)
+        return;
+    damaged_xfer = xf;
+    uint64_t *w = b->head;
+    switch (kind) {
+    case 10: POKE(b->count, b->count + 1); expect_named("X1:", "a batch's count one too high"); break;
+    case 11:
+        if (b->count < 2)
+            return;
+        POKE(b->count, b->count - 1);
+        expect_named("X1:", "a batch's count one too low");
+        break;
+    case 12: POKE(b->bytes, b->bytes + 16); expect_named("X1:", "a batch's bytes miscounted"); break;
+    case 13: POKE(xf->bytes, xf->bytes + 16); expect_named("X3:", "a transfer cache's bytes miscounted"); break;
+    case 14: POKE(xf->n[c], RP_XFER_SLOTS + 1); expect_named("X2:", "a transfer cache above its slots"); break;
+    default: POKE(w[1], w[1] ^ 16); expect_named("X1:", "a batched block's tag changed"); break;
+    }
+}
+
 /* ---- fork -------------------------------------------------------------------------------- */
 
 /* Coverage builds (-fprofile-instr-generate) write a child's profile here: _exit and a
@@ -998,9 +1201,13 @@ static void check_default_report(void)
            "the default report printed '%s'", out);
 }
 
-static void do_fork(uint8_t magic, uint8_t mode)
+/* Compared out of sight of the fuzzer's comparison tracing, so it does not learn the magic
+ * and fork stays rare. */
+NO_FEEDBACK __attribute__((noinline)) static int fork_wanted(uint16_t magic) { return magic == FORK_MAGIC; }
+
+static void do_fork(uint16_t magic, uint8_t mode)
 {
-    if (magic != FORK_MAGIC || model.forked)
+    if (!fork_wanted(magic) || model.forked)
         return;
     model.forked = 1;
     rp_malloc_stats_t before, after;
@@ -1071,9 +1278,7 @@ static void with_aliases(fuzz_input *in)
 
 static void run_more(fuzz_input *in)
 {
-    int what = fuzz_u8(in) % 8;
-    if (what >= MORE_COUNT)
-        return;
+    int what = fuzz_u8(in) % MORE_COUNT;
     model.op_name = more_names[what];
     TRACE("  %s\n", model.op_name);
     switch (what) {
@@ -1099,9 +1304,14 @@ static void run_more(fuzz_input *in)
     case MORE_ALIASES:
         with_aliases(in);
         break;
-    default: {
-        uint8_t magic = fuzz_u8(in);
+    case MORE_FORK: {
+        uint16_t magic = fuzz_u16(in);
         do_fork(magic, fuzz_u8(in));
+        break;
+    }
+    default: {
+        uint8_t kind = fuzz_u8(in);
+        do_damage(kind, fuzz_u8(in));
         break;
     }
     }

@@ -44,7 +44,7 @@ malloc_api input format (fuzz/malloc_api.c is the authority): operations until t
             1 print         rp_malloc_stats_print into memory, every line parsed back
             2 glibc pad     malloc_stats (stderr read back), mallinfo2, mallinfo, mallopt,
                             malloc_trim((pad % 16) * 64 KiB): the transfer caches end empty
-            3 burst count size   (count % 201) * 3 blocks of size % 65520 bytes allocated here,
+            3 burst count size   (count % 201) * 3 blocks of size % 8193 bytes allocated here,
                             freed on the second thread, allocated again (at most 4 per input)
             4 misuse kind size   kind % 5: 0 a second free of a cached block, 1 realloc of one,
                             2 free of foreign memory (ignored, counted), 3 realloc of foreign
@@ -53,10 +53,16 @@ malloc_api input format (fuzz/malloc_api.c is the authority): operations until t
             5 aliases       the next operation through __libc_malloc, __libc_calloc,
                             __libc_realloc, __libc_memalign, __libc_valloc, __libc_pvalloc,
                             __libc_free and free_aligned_sized (for free_sized)
-            6 fork magic mode    only with magic 0xf0, once per input: the child checks, frees
+            6 fork magic16 mode  only with magic 0x4bf0, once per input: the child checks, frees
                             every block, allocates; mode bit 0: the default report function in
                             a grandchild (one line on stderr, SIGABRT)
-            7 nothing (free)
+            7 damage kind x      x >> 2: a bin of (x >> 2) * 16-byte blocks; kind % 16: 0 a
+                            link zeroed (x & 3: 1 then malloc meets it, 2 a flush does), 1 a tag,
+                            2 a block linked to itself, 3/4 a bin's count one too high/low, 5 a
+                            bin above its limit, 6 the cache's bytes, 7 its cap, 8 a page bin
+                            above its limit, 9 a cached page's flag; in a transfer batch: 10/11
+                            its count one too high/low, 12 its bytes, 13 the cache's bytes, 14 its
+                            batch count above the slots, 15 a block's tag
 
 corruption input format (fuzz/corruption.c is the authority): three bytes naming the one
     fault, then valid operations until the input ends; the fault is injected after them.
@@ -300,8 +306,8 @@ def heap_ops_seeds():
 
 (M_MALLOC, M_CALLOC, M_REALLOC, M_REALLOCARRAY, M_POSIX_MEMALIGN, M_ALIGNED_ALLOC, M_MEMALIGN, M_VALLOC,
  M_FREE, M_USABLE, M_THREAD, M_FLUSH, M_CHECK, M_MALLOC_RUN, M_FREE_RUN, M_MORE) = range(16)
-(MORE_STATS, MORE_PRINT, MORE_GLIBC, MORE_BURST, MORE_MISUSE, MORE_ALIASES, MORE_FORK) = range(7)
-FORK_MAGIC = 0xf0
+(MORE_STATS, MORE_PRINT, MORE_GLIBC, MORE_BURST, MORE_MISUSE, MORE_ALIASES, MORE_FORK, MORE_DAMAGE) = range(8)
+FORK_MAGIC = 0x4bf0
 
 MALLOC_SIZES = [0, 1, 15, 16, 17, 24, 1008, 1009, 4096, 65536, 65537, 1 << 20, 4 << 20, 1 << 47,
                 (1 << 63) - 1, 1 << 63, 2**64 - 4096, 2**64 - 16, 2**64 - 1, 1 << 48]
@@ -380,6 +386,13 @@ def m_misuse(kind, size=0, foreign_offset=0):
     return m_more(MORE_MISUSE, kind) + u16(code)
 
 
+def m_damage(kind, size=48, met_by=0):
+    """kind % 16 (fuzz/malloc_api.c do_damage); a bin of size-byte blocks (size % 16 == 0, at
+    most 1008); met_by (kind 0): 1 malloc pops the damaged link, 2 a flush meets it."""
+    assert size % 16 == 0 and size <= 1008
+    return m_more(MORE_DAMAGE, kind, size // 16 << 2 | met_by)
+
+
 def malloc_api_seeds():
     s = {}
     check, flush = bytes([M_CHECK]), bytes([M_FLUSH])
@@ -441,8 +454,14 @@ def malloc_api_seeds():
                          alias + m_free(2, 1) + check)
     # fork with blocks of both threads live: the child checks, frees them all, allocates; the
     # default report function in a grandchild (one line on stderr, then abort).
+    # Damage to this thread's cache and its arena's transfer cache (after a burst left
+    # batches there): rp_malloc_check names each invariant, then passes once the bytes are
+    # back; a damaged link met by malloc or by a flush is reported and its bin abandoned.
+    s["seed-damage"] = (b"".join(m_damage(k, 16 * (k + 1)) for k in range(10)) + m_damage(0, 48, 1) +
+                        m_damage(0, 1008, 2) + m_burst(600, 48) + b"".join(m_damage(k) for k in range(10, 16)) +
+                        check)
     s["seed-fork"] = (m_run(0, 20, 200) + m_thread(T_MALLOC, 30, 3000) + m_thread(T_FREE, 3) + m_valloc(31, 8192) +
-                      m_more(MORE_FORK, FORK_MAGIC, 1) + check + m_free_run(0, 32))
+                      m_more(MORE_FORK) + u16(FORK_MAGIC) + bytes([1]) + check + m_free_run(0, 32))
     return s
 
 
