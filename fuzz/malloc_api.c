@@ -907,14 +907,14 @@ static void do_misuse(uint8_t kind, uint16_t size16)
 /* Bytes changed on purpose, put back by undo() (newest first). */
 static struct {
     void *at;
-    unsigned char old[8];
+    unsigned char old[16];
     size_t len;
 } undo_log[4];
 static int undo_n;
 
 static void poke(void *at, const void *value, size_t len)
 {
-    EXPECT(undo_n < 4 && len <= 8, "too many changes to undo");
+    EXPECT(undo_n < 4 && len <= sizeof undo_log[0].old, "too many changes to undo");
     undo_log[undo_n].at = at;
     undo_log[undo_n].len = len;
     memcpy(undo_log[undo_n++].old, at, len);
@@ -978,8 +978,12 @@ static int damaged_check(char *why, size_t len)
 /* The check must fail naming `invariant`, and pass once the bytes are back. */
 static void expect_named(const char *invariant, const char *what)
 {
-    char why[256];
+    char why[256], all[256];
     int rc = damaged_check(why, sizeof why);
+    /* rp_malloc_check checks every transfer cache (a thread's cache only for its own thread). */
+    if (damaged_xfer)
+        EXPECT(rp_malloc_check(all, sizeof all) != 0 && strcmp(all, why) == 0,
+               "%s: rp_malloc_check does not say what rp_xfer_check says (%s)", what, why);
     undo();
     EXPECT(rc != 0 && strncmp(why, invariant, strlen(invariant)) == 0, "%s: the check %s%s, expected %s", what,
            rc ? "says " : "passes", rc ? why : "", invariant);
@@ -1070,6 +1074,10 @@ static void do_damage(uint8_t kind, uint8_t x)
         if (kind == 8) {
             POKE(pb->count, pb->limit + 1);
             expect_named("T2:", "a page bin above its limit");
+        } else if ((x & 1) && pb->count < pb->limit) {
+            POKE(pb->slot[pb->count], pb->slot[pb->count - 1]);
+            POKE(pb->count, pb->count + 1);
+            expect_named("T1:", "a page block in its bin twice");
         } else {
             rp_page *d = pb->slot[pb->count - 1].d;
             POKE(d->flags, (uint8_t)(d->flags & ~RP_PAGEF_CACHED));
@@ -1093,7 +1101,13 @@ static void do_damage(uint8_t kind, uint8_t x)
         expect_named("X1:", "a batch's count one too low");
         break;
     case 12: POKE(b->bytes, b->bytes + 16); expect_named("X1:", "a batch's bytes miscounted"); break;
-    case 13: POKE(xf->bytes, xf->bytes + 16); expect_named("X3:", "a transfer cache's bytes miscounted"); break;
+    case 13:
+        if (x & 1)
+            POKE(xf->cap, xf->bytes - 1);
+        else
+            POKE(xf->bytes, xf->bytes + 16);
+        expect_named("X3:", x & 1 ? "a transfer cache above its cap" : "a transfer cache's bytes miscounted");
+        break;
     case 14: POKE(xf->n[c], RP_XFER_SLOTS + 1); expect_named("X2:", "a transfer cache above its slots"); break;
     default: POKE(w[1], w[1] ^ 16); expect_named("X1:", "a batched block's tag changed"); break;
     }

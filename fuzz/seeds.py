@@ -60,9 +60,10 @@ malloc_api input format (fuzz/malloc_api.c is the authority): operations until t
                             link zeroed (x & 3: 1 then malloc meets it, 2 a flush does), 1 a tag,
                             2 a block linked to itself, 3/4 a bin's count one too high/low, 5 a
                             bin above its limit, 6 the cache's bytes, 7 its cap, 8 a page bin
-                            above its limit, 9 a cached page's flag; in a transfer batch: 10/11
-                            its count one too high/low, 12 its bytes, 13 the cache's bytes, 14 its
-                            batch count above the slots, 15 a block's tag
+                            above its limit, 9 a cached page's flag (x & 1: the page twice in its
+                            bin); in a transfer batch: 10/11 its count one too high/low, 12 its
+                            bytes, 13 the cache's bytes (x & 1: its cap), 14 its batch count above
+                            the slots, 15 a block's tag
 
 corruption input format (fuzz/corruption.c is the authority): three bytes naming the one
     fault, then valid operations until the input ends; the fault is injected after them.
@@ -458,7 +459,8 @@ def malloc_api_seeds():
     # batches there): rp_malloc_check names each invariant, then passes once the bytes are
     # back; a damaged link met by malloc or by a flush is reported and its bin abandoned.
     s["seed-damage"] = (b"".join(m_damage(k, 16 * (k + 1)) for k in range(10)) + m_damage(0, 48, 1) +
-                        m_damage(0, 1008, 2) + m_burst(600, 48) + b"".join(m_damage(k) for k in range(10, 16)) +
+                        m_damage(0, 1008, 2) + m_damage(9, 48, 1) + m_burst(600, 48) +
+                        b"".join(m_damage(k) for k in range(10, 16)) + m_damage(13, 48, 1) +
                         check)
     s["seed-fork"] = (m_run(0, 20, 200) + m_thread(T_MALLOC, 30, 3000) + m_thread(T_FREE, 3) + m_valloc(31, 8192) +
                       m_more(MORE_FORK) + u16(FORK_MAGIC) + bytes([1]) + check + m_free_run(0, 32))
