@@ -725,6 +725,52 @@ static void burst_malloc(int k, size_t size)
     model.in_burst = 0;
 }
 
+/* The arena index of heap h, or -1. */
+static int arena_index(const rp_heap *h)
+{
+    for (unsigned i = 0; i < RP_MAX_ARENAS; i++)
+        if (rp_arena_get(i) == h)
+            return (int)i;
+    return -1;
+}
+
+/* Page burst: n blocks of 1..8 pages from valloc on the second thread and n on this one (two
+ * arenas, usually), all freed here, alternately: this thread's page bin then holds blocks of
+ * both arenas, and its flushes must give each back to its own arena (each arena's heap counts
+ * exactly the frees of its own blocks). */
+static void page_burst(int n, uint16_t size16)
+{
+    size_t size = (size_t)(size16 % 8 + 1) * PAGE;
+    do_flush(); /* nothing else cached here, so the flushes below free only these blocks */
+    int mine[RP_MAX_ARENAS] = {0};
+    for (int i = 0; i < n; i++) {
+        int err;
+        take_slot(NSLOTS + 2 * i);
+        unsigned char *p = worker_valloc(size, &err);
+        EXPECT(p, "valloc(%zu) on the second thread failed with errno %d", size, err);
+        adopt(NSLOTS + 2 * i, p, size, size, PAGE, ++model.next_id, "valloc on the second thread");
+        do_valloc(NSLOTS + 2 * i + 1, size, 0);
+    }
+    rp_heap_stats_t before[RP_MAX_ARENAS];
+    for (int i = 0; i < 2 * n; i++)
+        mine[arena_index(rp_heap_of(model.slots[NSLOTS + i].p))]++;
+    for (unsigned a = 0; a < RP_MAX_ARENAS; a++)
+        if (mine[a])
+            rp_heap_stats(rp_arena_get(a), &before[a]);
+    for (int i = 0; i < 2 * n; i++)
+        release_slot(NSLOTS + i, 0);
+    do_flush();
+    for (unsigned a = 0; a < RP_MAX_ARENAS; a++) {
+        rp_heap_stats_t after;
+        if (!mine[a])
+            continue;
+        rp_heap_stats(rp_arena_get(a), &after);
+        EXPECT(after.free_calls - before[a].free_calls == (uint64_t)mine[a],
+               "arena malloc-%u had %d of the page blocks freed, its heap counts %llu frees", a, mine[a],
+               (unsigned long long)(after.free_calls - before[a].free_calls));
+    }
+}
+
 /* Burst: this thread allocates k blocks of one size, the second thread (its cache flushed
  * first) frees them all, overflowing its bin: the flushed batches go to this thread's
  * arena's transfer cache. This thread then (its cache flushed) allocates k blocks again:
@@ -734,7 +780,11 @@ static void do_burst(uint8_t count, uint16_t size16)
 {
     if (model.bursts++ >= BURSTS_PER_INPUT)
         return;
-    int k = (count % 201) * 3;
+    if (count > 200) {
+        page_burst(count - 200, size16);
+        return;
+    }
+    int k = count * 3;
     size_t size = decode_size(size16) % (BURST_SIZE_MAX + 1);
     if (k == 0)
         return;

@@ -9,7 +9,7 @@
 
 #include "rampart_malloc.h"
 
-typedef enum { W_IDLE, W_FREE, W_FREE_MANY, W_MALLOC, W_REALLOC, W_FLUSH, W_CHECK, W_EXIT } worker_op;
+typedef enum { W_IDLE, W_FREE, W_FREE_MANY, W_MALLOC, W_VALLOC, W_REALLOC, W_FLUSH, W_CHECK, W_EXIT } worker_op;
 
 static struct {
     pthread_t thread;
@@ -46,6 +46,9 @@ static void *worker_main(void *arg)
             break;
         case W_MALLOC:
             w.result = malloc(w.size);
+            break;
+        case W_VALLOC:
+            w.result = valloc(w.size);
             break;
         case W_REALLOC:
             w.result = realloc(w.p, w.size);
@@ -111,6 +114,14 @@ void *worker_malloc(size_t size, int *err)
 {
     w.size = size;
     call(W_MALLOC);
+    *err = w.err;
+    return w.result;
+}
+
+void *worker_valloc(size_t size, int *err)
+{
+    w.size = size;
+    call(W_VALLOC);
     *err = w.err;
     return w.result;
 }

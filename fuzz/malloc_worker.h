@@ -16,6 +16,8 @@ void worker_free(void *p);
 void worker_free_many(void *const *ps, size_t n);
 /* malloc(size) on the worker; *err receives its errno. */
 void *worker_malloc(size_t size, int *err);
+/* valloc(size) on the worker; *err receives its errno. */
+void *worker_valloc(size_t size, int *err);
 /* realloc(p, size) on the worker; *err receives its errno. */
 void *worker_realloc(void *p, size_t size, int *err);
 /* rp_malloc_thread_flush() on the worker. */

@@ -44,8 +44,10 @@ malloc_api input format (fuzz/malloc_api.c is the authority): operations until t
             1 print         rp_malloc_stats_print into memory, every line parsed back
             2 glibc pad     malloc_stats (stderr read back), mallinfo2, mallinfo, mallopt,
                             malloc_trim((pad % 16) * 64 KiB): the transfer caches end empty
-            3 burst count size   (count % 201) * 3 blocks of size % 8193 bytes allocated here,
-                            freed on the second thread, allocated again (at most 4 per input)
+            3 burst count size   count * 3 blocks of size % 8193 bytes allocated here, freed on
+                            the second thread, allocated again (at most 4 per input); count
+                            above 200: count - 200 blocks of size % 8 + 1 pages from valloc on
+                            each thread, all freed here (page bins holding two arenas' blocks)
             4 misuse kind size   kind % 5: 0 a second free of a cached block, 1 realloc of one,
                             2 free of foreign memory (ignored, counted), 3 realloc of foreign
                             memory, 4 a second free of cached pages; size's low 11 bits: the
@@ -379,6 +381,12 @@ def m_burst(blocks, size):
     return m_more(MORE_BURST, blocks // 3) + msize(size)
 
 
+def m_page_burst(blocks, pages):
+    """blocks (1..55) of 1..8 pages from valloc on each thread, all freed on this one."""
+    assert 1 <= blocks <= 55 and 1 <= pages <= 8
+    return m_more(MORE_BURST, 200 + blocks) + u16(pages - 1)
+
+
 def m_misuse(kind, size=0, foreign_offset=0):
     """kind % 5: 0 a second free of a cached block, 1 realloc of one, 2 free of foreign memory,
     3 realloc of foreign memory, 4 a second free of cached pages. The size code's low 11 bits
@@ -443,6 +451,9 @@ def malloc_api_seeds():
     # (batches into the transfer caches), the first allocates them again (batches back).
     s["seed-burst"] = (m_burst(600, 48) + m_burst(300, 1008) + m_burst(99, 4000) + m_burst(30, 20000) +
                        m_more(MORE_STATS) + check)
+    # Page bursts: page blocks of two arenas in this thread's page bins, flushed back each to
+    # its own arena.
+    s["seed-page-burst"] = (m_page_burst(20, 1) + m_page_burst(55, 2) + m_page_burst(9, 8) + m_page_burst(1, 4) + check)
     # Misuse the drop-in reports itself (cached blocks freed or reallocated again, pages
     # too) or ignores (foreign memory), with a report function that returns.
     s["seed-misuse"] = (m_malloc(0, 100) + m_misuse(0, 24) + m_misuse(1, 512) + m_misuse(2, 0, 0) + m_misuse(2, 0, 5) +
