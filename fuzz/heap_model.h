@@ -149,5 +149,12 @@ void add_size(size_t *p, size_t delta);
 void do_misuse(uint8_t kind, int s, uint16_t offset);
 /* OP_CORRUPT (heap_damage.c): damage rp_heap_check must find; repaired afterwards. */
 void do_corrupt(uint8_t kind, uint16_t sel, uint8_t x);
+/* OP_BATCH (heap_batch.c): rp_alloc_batch into slots s.. (flags bit 0 clear), or
+ * rp_free_batch of slots s, s+stride, ... with bits 1-3 the stride - 1 (7: stride -1) and
+ * bits 4-5 one bad pointer (1 twice in the batch, 2 the second heap's, 3 foreign). */
+void do_batch(uint8_t flags, int s, uint8_t count, size_t size, size_t align);
+/* OP_FRESH_REGION (heap_batch.c): caller memory where the address map has no leaf yet, which
+ * the OS refuses to map: ENOMEM, nothing changed. */
+void do_fresh_region(uint8_t where);
 
 #endif

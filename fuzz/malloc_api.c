@@ -32,30 +32,54 @@
  * could succeed or fail depending on the machine, so a calloc or reallocarray product that
  * falls there is taken with a count of 1 instead.
  *
+ * Opcode 15 (OP_MORE) takes a sub-operation byte: the drop-in's statistics (rp_malloc_stats,
+ * the printed text parsed back, malloc_stats, mallinfo, mallopt, malloc_trim), bursts that
+ * move batches through the transfer caches between the threads, misuse the drop-in reports
+ * itself, glibc's __libc_* names, (rare: a magic argument) fork, and damage to the thread and
+ * transfer caches their checkers must name.
+ *
  * Input: operations until the input ends (fuzz/seeds.py documents the encoding and writes
- * the seeds): an opcode byte (its low four bits; 15 is free for new operations and does
- * nothing, so old inputs keep their meaning) and its arguments, little-endian.
+ * the seeds): an opcode byte (its low four bits) and its arguments, little-endian.
  * A violated expectation prints what and where, then aborts: libFuzzer records the input. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <malloc.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "fuzz/block_pattern.h"
 #include "fuzz/expect.h"
 #include "fuzz/fuzz_input.h"
+#include "fuzz/malloc_stats_text.h"
 #include "fuzz/size_codes.h"
 #include "fuzz/malloc_worker.h"
 #include "rampart.h"
 #include "rampart_malloc.h"
+#include "src/arena.h"
 #include "src/heap.h"
+#include "src/pagemap.h"
+#include "src/region.h"
+#include "src/span.h"
+#include "src/thread_cache.h"
+#include "src/transfer_cache.h"
 
 /* glibc 2.36 does not declare these; the drop-in defines them (malloc.c). */
 void free_sized(void *p, size_t size);
+void free_aligned_sized(void *p, size_t align, size_t size);
 void cfree(void *p);
+void *__libc_malloc(size_t size);
+void __libc_free(void *p);
+void *__libc_calloc(size_t n, size_t size);
+void *__libc_realloc(void *p, size_t size);
+void *__libc_memalign(size_t align, size_t size);
+void *__libc_valloc(size_t size);
+void *__libc_pvalloc(size_t size);
 
 /* The calls under test go through pointers: the compiler must not act on what the
  * declarations promise (alloc_align, alloc_size, malloc) about arguments the harness
@@ -73,8 +97,14 @@ static size_t (*volatile call_usable)(void *) = malloc_usable_size;
 static void (*volatile call_free)(void *) = free;
 static void (*volatile call_free_sized)(void *, size_t) = free_sized;
 static void (*volatile call_cfree)(void *) = cfree;
+static void (*volatile call_free_aligned_sized)(void *, size_t, size_t) = free_aligned_sized;
 
 #define NSLOTS 128
+#define BURST_MAX 600               /* blocks of one burst, held in slots NSLOTS.. */
+#define ALL_SLOTS (NSLOTS + BURST_MAX)
+#define BURSTS_PER_INPUT 4          /* bursts and forks bound an input's cost */
+#define BURST_SIZE_MAX 8192         /* and the size of a burst's blocks */
+#define FORK_MAGIC 0x4bf0           /* the argument that makes OP_MORE fork */
 #define MAX_OPS 4096
 #define CHECK_EVERY 64              /* rp_malloc_check every this many operations */
 #define REAL_MAX ((size_t)4 << 20)  /* requests up to this size must succeed */
@@ -90,10 +120,13 @@ typedef struct mblock {
 } mblock;
 
 static struct {
-    mblock slots[NSLOTS];
+    mblock slots[ALL_SLOTS];
     uint64_t next_id;
     unsigned long op;
     const char *op_name;
+    int aliases; /* the calls go through __libc_* and free_aligned_sized (MORE_ALIASES) */
+    int in_burst; /* adopt() checks the burst's blocks among themselves afterwards */
+    int bursts, forked;
 } model;
 
 static void where(FILE *out)
@@ -146,9 +179,10 @@ NO_FEEDBACK static int ranges_overlap(const unsigned char *a, size_t alen, const
 NO_FEEDBACK static size_t extent(const mblock *b) { return b->usable ? b->usable : 1; }
 
 /* A live block overlapping b, or NULL. */
-NO_FEEDBACK static const mblock *overlapping(const mblock *b)
+/* Not inlined: adopt() is instrumented, and the scan would be traced there. */
+NO_FEEDBACK __attribute__((noinline)) static const mblock *overlapping(const mblock *b)
 {
-    for (int i = 0; i < NSLOTS; i++) {
+    for (int i = 0; i < (model.in_burst ? NSLOTS : ALL_SLOTS); i++) {
         const mblock *o = &model.slots[i];
         if (o->p && ranges_overlap(o->p, extent(o), b->p, extent(b)))
             return o;
@@ -214,7 +248,10 @@ static void release_slot(int s, int how)
     errno = EDOM;
     switch (how) {
     case 1:
-        call_free_sized(b->p, b->size);
+        if (model.aliases)
+            call_free_aligned_sized(b->p, b->align, b->size);
+        else
+            call_free_sized(b->p, b->size);
         break;
     case 2:
         call_cfree(b->p);
@@ -262,12 +299,14 @@ enum {
     OP_CHECK,          /* every block, rp_malloc_check on both threads */
     OP_MALLOC_RUN,     /* first slot, count8, size16: runs of one size fill and flush caches */
     OP_FREE_RUN,       /* first slot, count8, stride8 */
+    OP_MORE,           /* what8 (% 8, MORE_*), its arguments: statistics, glibc's extras, bursts
+                          through the transfer caches, misuse, the __libc_* names, fork */
     OP_COUNT
 };
 
 static const char *const op_names[OP_COUNT] = {"malloc",   "calloc", "realloc",  "reallocarray", "posix_memalign",
                                                "aligned_alloc", "memalign", "valloc", "free", "usable",
-                                               "thread", "flush", "check", "malloc-run", "free-run"};
+                                               "thread", "flush", "check", "malloc-run", "free-run", "more"};
 
 static void do_malloc(int s, size_t size)
 {
@@ -446,18 +485,35 @@ static void do_usable(int s)
     verify_block(b, b->usable, "while live");
 }
 
+/* rp_malloc_check on this thread (`when` says where), and on the second one if it runs. */
+static void expect_malloc_check(const char *when)
+{
+    char why[256];
+    EXPECT(rp_malloc_check(why, sizeof why) == 0, "rp_malloc_check%s: %s", when, why);
+    if (worker_running())
+        EXPECT(worker_check(why, sizeof why) == 0, "rp_malloc_check on the second thread%s: %s", when, why);
+}
+
+static stats_snapshot snap_before, snap_after;
+
+/* rp_malloc_stats against the arenas (malloc_stats_text.h), and the blocks the program holds
+ * within the bytes in use. */
+static void check_stats(void)
+{
+    stats_snapshot_take(&snap_after);
+    size_t held = 0;
+    for (int s = 0; s < ALL_SLOTS; s++)
+        held += model.slots[s].p ? model.slots[s].usable : 0;
+    EXPECT(held <= snap_after.ms.bytes_in_use, "the program holds %zu usable bytes, rp_malloc_stats counts %zu in use",
+           held, snap_after.ms.bytes_in_use);
+}
+
 static void check_everything(void)
 {
     for (int s = 0; s < NSLOTS; s++)
         do_usable(s);
-    char why[256];
-    EXPECT(rp_malloc_check(why, sizeof why) == 0, "rp_malloc_check: %s", why);
-    if (worker_running())
-        EXPECT(worker_check(why, sizeof why) == 0, "rp_malloc_check on the second thread: %s", why);
-    rp_malloc_stats_t st;
-    EXPECT(rp_malloc_stats(&st) == 0 && st.arenas >= 1 && st.cached_bytes <= st.bytes_in_use,
-           "rp_malloc_stats: %zu arenas, %zu bytes cached of %zu in use", st.arenas, st.cached_bytes,
-           st.bytes_in_use);
+    expect_malloc_check("");
+    check_stats();
 }
 
 static void do_thread(uint8_t what, int s, size_t size)
@@ -502,10 +558,914 @@ static void do_thread(uint8_t what, int s, size_t size)
     }
 }
 
+/* ---- more operations (OP_MORE: a sub-operation byte, then its arguments) ------------------ */
+
+enum {
+    MORE_STATS,   /* rp_malloc_stats against the arenas and the model */
+    MORE_PRINT,   /* rp_malloc_stats_print into memory, parsed back */
+    MORE_GLIBC,   /* pad8: malloc_stats, mallinfo, mallinfo2, mallopt, malloc_trim(pad) */
+    MORE_BURST,   /* count8, size16: producer/consumer through the transfer caches */
+    MORE_MISUSE,  /* kind8, size16: bad frees and reallocs the drop-in itself reports */
+    MORE_ALIASES, /* the next operation calls __libc_* and free_aligned_sized */
+    MORE_FORK,    /* magic16 (nothing unless FORK_MAGIC), mode8 */
+    MORE_DAMAGE,  /* kind8, x8: a thread or transfer cache damaged, checked, put back */
+    MORE_COUNT
+};
+
+static const char *const more_names[MORE_COUNT] = {"stats", "print", "glibc", "burst", "misuse", "aliases", "fork",
+                                                   "damage"};
+
+static void do_stats(void)
+{
+    errno = 0;
+    EXPECT(rp_malloc_stats(NULL) == -1 && errno == EINVAL, "rp_malloc_stats(NULL) did not fail with EINVAL");
+    check_stats();
+}
+
+static stats_text text;
+
+static void do_print(void)
+{
+    text.n = 0;
+    text.s[0] = '\0';
+    stats_snapshot_take(&snap_before);
+    rp_malloc_stats_print(stats_text_write, &text);
+    stats_snapshot_take(&snap_after);
+    stats_text_check(text.s, &snap_before, &snap_after, "rp_malloc_stats_print");
+}
+
+/* malloc_stats() prints the same text to stderr: read back from a memory file put there. */
+static void check_malloc_stats(void)
+{
+    int fd = memfd_create("malloc_stats", MFD_CLOEXEC);
+    EXPECT(fd >= 0, "memfd_create failed (errno %d)", errno);
+    fflush(stderr);
+    int saved = dup(STDERR_FILENO);
+    EXPECT(saved >= 0 && dup2(fd, STDERR_FILENO) == STDERR_FILENO, "cannot redirect stderr (errno %d)", errno);
+    stats_snapshot_take(&snap_before);
+    malloc_stats();
+    dup2(saved, STDERR_FILENO);
+    close(saved);
+    stats_snapshot_take(&snap_after);
+    ssize_t n = pread(fd, text.s, sizeof text.s - 1, 0);
+    close(fd);
+    EXPECT(n > 0, "malloc_stats printed nothing");
+    text.s[n] = '\0';
+    stats_text_check(text.s, &snap_before, &snap_after, "malloc_stats");
+}
+
+/* What mallinfo2 adds up over the arenas. */
+typedef struct arena_sums {
+    size_t os, free_blocks, large, in_use, free_bytes, page_free;
+    uint64_t released;
+} arena_sums;
+
+static void sum_arenas(arena_sums *t)
+{
+    memset(t, 0, sizeof *t);
+    for (unsigned i = 0; i < RP_MAX_ARENAS; i++) {
+        rp_heap_stats_t st;
+        rp_heap *h = rp_arena_get(i);
+        if (!h || rp_heap_stats(h, &st) != 0)
+            continue;
+        t->os += st.os_bytes;
+        t->free_blocks += st.blocks_free;
+        t->large += st.large_blocks;
+        t->in_use += st.bytes_in_use;
+        t->free_bytes += st.bytes_free;
+        t->page_free += st.page_free_bytes;
+        t->released += st.os_released;
+    }
+}
+
+static void do_glibc(uint8_t pad)
+{
+    check_malloc_stats();
+    arena_sums a, b;
+    sum_arenas(&a);
+    struct mallinfo2 m2 = mallinfo2();
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+    struct mallinfo m = mallinfo();
+#pragma GCC diagnostic pop
+    sum_arenas(&b);
+    if (memcmp(&a, &b, sizeof a) == 0) /* nothing changed meanwhile */
+        EXPECT(m2.arena == a.os && m2.ordblks == a.free_blocks && m2.hblks == a.large && m2.uordblks == a.in_use &&
+                   m2.fordblks == a.free_bytes && m2.keepcost == a.page_free && m.arena == (int)a.os &&
+                   m.ordblks == (int)a.free_blocks && m.hblks == (int)a.large && m.uordblks == (int)a.in_use &&
+                   m.fordblks == (int)a.free_bytes && m.keepcost == (int)a.page_free,
+               "mallinfo2/mallinfo disagree with the arenas' counters (arena %zu of %zu, uordblks %zu of %zu)",
+               m2.arena, a.os, m2.uordblks, a.in_use);
+    EXPECT(mallopt(M_TRIM_THRESHOLD, pad) == 1 && mallopt(-1000 - pad, -1) == 1, "mallopt refused a parameter");
+    /* malloc_trim: this thread's cache and every transfer cache go back to the heaps, then
+     * free memory beyond the pad goes back to the OS. */
+    size_t keep = (size_t)(pad & 15) << 16;
+    int rc = malloc_trim(keep);
+    sum_arenas(&b);
+    EXPECT(rc == 0 || (rc == 1 && b.released > a.released), "malloc_trim(%zu) returned %d, the arenas released %llu bytes",
+           keep, rc, (unsigned long long)(b.released - a.released));
+    rp_malloc_stats_t st;
+    rp_malloc_stats(&st);
+    EXPECT(st.transfer_bytes == 0, "malloc_trim left %zu bytes in the transfer caches", st.transfer_bytes);
+    EXPECT(!rp_tc_self || rp_tc_self->bytes == 0, "malloc_trim left %zu bytes in this thread's cache",
+           rp_tc_self->bytes);
+    expect_malloc_check(" after malloc_trim");
+}
+
+/* This thread's cache is empty after rp_malloc_thread_flush. */
+static void do_flush(void)
+{
+    rp_malloc_thread_flush();
+    EXPECT(!rp_tc_self || rp_tc_self->bytes == 0, "rp_malloc_thread_flush left %zu bytes cached", rp_tc_self->bytes);
+}
+
+/* The thread-cache bin a live span block p of the drop-in files it in when freed, or NULL
+ * (not a cacheable span block). */
+static const rp_tc_bin *bin_of(const void *p)
+{
+    rp_tcache *tc = rp_tc_self;
+    rp_region *r = rp_pagemap_lookup(p);
+    if (!tc || !r)
+        return NULL;
+    rp_page *d = rp_page_of(r, p);
+    if (d->state != RP_PAGE_SPAN && d->state != RP_PAGE_SPAN_TAIL)
+        return NULL;
+    size_t block = call_usable((void *)p) + RP_USER_OFFSET;
+    unsigned c = rp_tc_class_of_block(block);
+    return c < RP_TC_CLASSES && block <= RP_TC_MAX_CACHED_BLOCK ? &tc->bins[c] : NULL;
+}
+
+NO_FEEDBACK static int by_address(const void *a, const void *b)
+{
+    const mblock *x = *(const mblock *const *)a, *y = *(const mblock *const *)b;
+    return x->p < y->p ? -1 : x->p > y->p;
+}
+
+/* The k blocks of a burst (each checked against the other slots by adopt) overlap none of
+ * each other: sorted by address, each ends before the next begins. */
+NO_FEEDBACK static void expect_burst_disjoint(int k)
+{
+    static const mblock *sorted[BURST_MAX];
+    for (int i = 0; i < k; i++)
+        sorted[i] = &model.slots[NSLOTS + i];
+    qsort(sorted, (size_t)k, sizeof sorted[0], by_address);
+    for (int i = 1; i < k; i++)
+        if (ranges_overlap(sorted[i - 1]->p, extent(sorted[i - 1]), sorted[i]->p, extent(sorted[i])))
+            expect_fail("burst blocks %p (+%zu) and %p (+%zu) overlap", (void *)sorted[i - 1]->p,
+                        sorted[i - 1]->usable, (void *)sorted[i]->p, sorted[i]->usable);
+}
+
+/* k allocations of size into the burst's slots (expect_burst_disjoint checks them after:
+ * qsort may allocate, which must not count as the burst's). */
+static void burst_malloc(int k, size_t size)
+{
+    model.in_burst = 1;
+    for (int i = 0; i < k; i++)
+        do_malloc(NSLOTS + i, size);
+    model.in_burst = 0;
+}
+
+/* The arena index of heap h, or -1. */
+static int arena_index(const rp_heap *h)
+{
+    for (unsigned i = 0; i < RP_MAX_ARENAS; i++)
+        if (rp_arena_get(i) == h)
+            return (int)i;
+    return -1;
+}
+
+/* Page burst: n blocks of 1..8 pages from valloc on the second thread and n on this one (two
+ * arenas, usually), all freed here, alternately: this thread's page bin then holds blocks of
+ * both arenas, and its flushes must give each back to its own arena (each arena's heap counts
+ * exactly the frees of its own blocks). */
+static void page_burst(int n, uint16_t size16)
+{
+    size_t size = (size_t)(size16 % 8 + 1) * PAGE;
+    do_flush(); /* nothing else cached here, so the flushes below free only these blocks */
+    int mine[RP_MAX_ARENAS] = {0};
+    for (int i = 0; i < n; i++) {
+        int err;
+        take_slot(NSLOTS + 2 * i);
+        unsigned char *p = worker_valloc(size, &err);
+        EXPECT(p, "valloc(%zu) on the second thread failed with errno %d", size, err);
+        adopt(NSLOTS + 2 * i, p, size, size, PAGE, ++model.next_id, "valloc on the second thread");
+        do_valloc(NSLOTS + 2 * i + 1, size, 0);
+    }
+    rp_heap_stats_t before[RP_MAX_ARENAS];
+    for (int i = 0; i < 2 * n; i++)
+        mine[arena_index(rp_heap_of(model.slots[NSLOTS + i].p))]++;
+    for (unsigned a = 0; a < RP_MAX_ARENAS; a++)
+        if (mine[a])
+            rp_heap_stats(rp_arena_get(a), &before[a]);
+    for (int i = 0; i < 2 * n; i++)
+        release_slot(NSLOTS + i, 0);
+    do_flush();
+    for (unsigned a = 0; a < RP_MAX_ARENAS; a++) {
+        rp_heap_stats_t after;
+        if (!mine[a])
+            continue;
+        rp_heap_stats(rp_arena_get(a), &after);
+        EXPECT(after.free_calls - before[a].free_calls == (uint64_t)mine[a],
+               "arena malloc-%u had %d of the page blocks freed, its heap counts %llu frees", a, mine[a],
+               (unsigned long long)(after.free_calls - before[a].free_calls));
+    }
+}
+
+/* Burst: this thread allocates k blocks of one size, the second thread (its cache flushed
+ * first) frees them all, overflowing its bin: the flushed batches go to this thread's
+ * arena's transfer cache. This thread then (its cache flushed) allocates k blocks again:
+ * refills take those batches back, and the arena's heap counts only the blocks that did not
+ * come from them: k = taken + from the heap - left in the bin. */
+static void do_burst(uint8_t count, uint16_t size16)
+{
+    if (model.bursts++ >= BURSTS_PER_INPUT)
+        return;
+    if (count > 200) {
+        page_burst(count - 200, size16);
+        return;
+    }
+    int k = count * 3;
+    size_t size = decode_size(size16) % (BURST_SIZE_MAX + 1);
+    if (k == 0)
+        return;
+    burst_malloc(k, size);
+    expect_burst_disjoint(k);
+    mblock *first = &model.slots[NSLOTS];
+    rp_tcache *tc = rp_tc_self;
+    rp_heap *arena = tc ? tc->arena : NULL;
+    rp_xfer *x = arena ? rp_xfer_of(arena) : NULL;
+    /* The accounting below holds for blocks of this thread's arena, all of the class malloc
+     * asks for and all cached when freed. */
+    unsigned c = rp_tc_class_of_need(rp_span_block_need(size));
+    const rp_tc_bin *bin = x && c < RP_TC_CLASSES ? &tc->bins[c] : NULL;
+    int uniform = bin != NULL;
+    for (int i = 0; i < k && uniform; i++) {
+        const mblock *b = &model.slots[NSLOTS + i];
+        uniform = b->usable == first->usable && bin_of(b->p) == bin && rp_heap_of(b->p) == arena;
+    }
+
+    worker_flush();
+    static void *ptrs[BURST_MAX];
+    for (int i = 0; i < k; i++) {
+        mblock *b = &model.slots[NSLOTS + i];
+        verify_block(b, b->usable, "before a burst's cross-thread free");
+        ptrs[i] = b->p;
+        b->p = NULL;
+    }
+    /* Room for the first batch the second thread's bin overflows with (at most half a bin of
+     * at most RP_TC_LIMIT_MAX blocks). */
+    int room = uniform && x->n[c] < RP_XFER_SLOTS &&
+               x->bytes + (RP_TC_LIMIT_MAX / 2) * (first->usable + RP_USER_OFFSET) <= x->cap;
+    rp_malloc_stats_t s1, s2, s3, s4;
+    rp_malloc_stats(&s1);
+    worker_free_many(ptrs, (size_t)k);
+    rp_malloc_stats(&s2);
+    if (room && k > (int)bin->limit)
+        EXPECT(s2.transfer_puts > s1.transfer_puts,
+               "%d cross-thread frees of %zu-byte blocks (a bin holds %u) put no batch into the transfer cache", k,
+               first->usable, bin->limit);
+
+    do_flush();
+    int expect_take = uniform && x->n[c] > 0;
+    rp_heap_stats_t h0, h1;
+    rp_heap_stats(arena, &h0);
+    rp_malloc_stats(&s3);
+    burst_malloc(k, size);
+    rp_malloc_stats(&s4);
+    rp_heap_stats(arena, &h1);
+    expect_burst_disjoint(k);
+    uint64_t takes = s4.transfer_takes - s3.transfer_takes;
+    if (expect_take)
+        EXPECT(takes > 0, "%d allocations of %zu bytes took no batch from the transfer cache holding %u", k, size,
+               x->n[c]);
+    if (uniform && s4.transfer_puts == s3.transfer_puts && h1.free_calls == h0.free_calls) {
+        long long from_heap = (long long)(h1.alloc_calls - h0.alloc_calls);
+        long long taken = k - from_heap + bin->count;
+        EXPECT(taken >= (long long)takes && taken <= (long long)takes * RP_TC_LIMIT_MAX &&
+                   (takes > 0 || taken == 0),
+               "%d allocations: %lld blocks from the heap, %u left in the bin, so %lld from %llu transfer batches", k,
+               from_heap, bin->count, taken, (unsigned long long)takes);
+        EXPECT(s3.transfer_bytes - s4.transfer_bytes >= (size_t)taken * rp_tc_class_size(c),
+               "%lld blocks taken from the transfer cache, which shrank by %zu bytes only", taken,
+               s3.transfer_bytes - s4.transfer_bytes);
+    }
+    for (int i = 0; i < k; i++)
+        release_slot(NSLOTS + i, 0);
+    expect_malloc_check(" after a burst");
+}
+
+/* Reports the drop-in makes for misuse, caught while MORE_MISUSE runs. */
+static struct {
+    int n;
+    rp_error_kind kind;
+    const void *address;
+    char message[160];
+} caught;
+
+static void catch_report(const rp_report *r, void *arg)
+{
+    (void)arg;
+    caught.n++;
+    caught.kind = r->kind;
+    caught.address = r->address;
+    snprintf(caught.message, sizeof caught.message, "%s", r->message);
+}
+
+static void expect_report(rp_error_kind kind, const void *p, const char *says, const char *what)
+{
+    EXPECT(caught.n == 1 && caught.kind == kind && caught.address == p && strstr(caught.message, says),
+           "%s(%p): %d reports, the last %s at %p ('%s'); expected one %s report saying '%s'", what, p, caught.n,
+           rp_error_kind_name(caught.kind), caught.address, caught.message, rp_error_kind_name(kind), says);
+}
+
+/* Not rampart's memory: a static buffer, pointers into its middle (free's fast path reads
+ * the 16 bytes in front of a pointer). */
+static _Alignas(4096) unsigned char foreign[8192];
+
+/* A block freed into this thread's cache (a span block of `size` bytes, or pages from
+ * valloc), or NULL when the free did not cache it (a full bin sends it to the heap). */
+static void *cached_block(size_t size, int pages)
+{
+    unsigned char *p = pages ? call_valloc(size) : call_malloc(size);
+    EXPECT(p, "allocating %zu bytes failed (errno %d)", size, errno);
+    expect_rampart_block(p, pages ? "valloc" : "malloc");
+    const rp_tc_bin *bin = pages ? NULL : bin_of(p);
+    size_t npages = (call_usable(p) + PAGE - 1) / PAGE;
+    call_free(p);
+    rp_tcache *tc = rp_tc_self;
+    if (pages && tc && npages >= 1 && npages <= RP_TC_PAGE_BINS) {
+        const rp_tc_pbin *pb = &tc->pbins[npages - 1];
+        return pb->count && pb->slot[pb->count - 1].p == p ? p : NULL;
+    }
+    return bin && bin->head == p ? p : NULL;
+}
+
+static void do_misuse(uint8_t kind, uint16_t size16)
+{
+    size_t size = decode_size(size16) % (RP_TC_MAX_BLOCK - RP_USER_OFFSET);
+    void *old_arg;
+    rp_report_fn old = rp_set_report_fn(catch_report, NULL, &old_arg);
+    memset(&caught, 0, sizeof caught);
+    unsigned char *f = foreign + 2048 + (size16 & 0x7ff);
+    rp_malloc_stats_t s0, s1;
+    switch (kind % 5) {
+    case 0:   /* a second free of a block in this thread's cache */
+    case 4: { /* the same for a block of pages in a page bin */
+        void *p = cached_block(kind % 5 ? size % (16 * PAGE) : size, kind % 5 != 0);
+        if (!p)
+            break;
+        errno = EDOM;
+        call_free(p);
+        expect_report(RP_ERR_DOUBLE_FREE, p, "held in a thread cache", "free");
+        EXPECT(errno == EDOM, "a reported free changed errno to %d", errno);
+        break;
+    }
+    case 1: { /* realloc of a block in this thread's cache */
+        void *p = cached_block(size, 0);
+        if (!p)
+            break;
+        errno = 0;
+        void *q = call_realloc(p, size + 1);
+        EXPECT(!q && errno == EINVAL, "realloc of a cached block returned %p (errno %d)", q, errno);
+        expect_report(RP_ERR_DOUBLE_FREE, p, "held in a thread cache", "realloc");
+        break;
+    }
+    case 2: /* free of memory rampart never returned: ignored, counted */
+        rp_malloc_stats(&s0);
+        errno = EDOM;
+        call_free(f);
+        rp_malloc_stats(&s1);
+        EXPECT(caught.n == 0 && errno == EDOM && s1.foreign_frees == s0.foreign_frees + 1,
+               "free(%p) of foreign memory: %d reports, errno %d, foreign frees %llu -> %llu", (void *)f, caught.n,
+               errno, (unsigned long long)s0.foreign_frees, (unsigned long long)s1.foreign_frees);
+        EXPECT(call_usable(f) == 0, "malloc_usable_size of foreign memory is not 0");
+        break;
+    default: { /* realloc of memory rampart never returned: its size is unknown */
+        errno = 0;
+        void *q = call_realloc(f, size + 1);
+        EXPECT(!q && errno == EINVAL, "realloc(%p) of foreign memory returned %p (errno %d)", (void *)f, q, errno);
+        expect_report(RP_ERR_INVALID_FREE, f, "not allocated by rampart", "realloc");
+        break;
+    }
+    }
+    rp_set_report_fn(old, old_arg, NULL);
+    expect_malloc_check(" after misuse");
+}
+
+/* ---- damage (MORE_DAMAGE) ---------------------------------------------------------------- */
+
+/* Bytes changed on purpose, put back by undo() (newest first). */
+static struct {
+    void *at;
+    unsigned char old[16];
+    size_t len;
+} undo_log[4];
+static int undo_n;
+
+static void poke(void *at, const void *value, size_t len)
+{
+    EXPECT(undo_n < 4 && len <= sizeof undo_log[0].old, "too many changes to undo");
+    undo_log[undo_n].at = at;
+    undo_log[undo_n].len = len;
+    memcpy(undo_log[undo_n++].old, at, len);
+    memcpy(at, value, len);
+}
+
+#define POKE(field, value)                                                                     \
+    do {                                                                                       \
+        __typeof__(field) v_ = (value);                                                        \
+        poke(&(field), &v_, sizeof v_);                                                        \
+    } while (0)
+
+static void undo(void)
+{
+    while (undo_n > 0) {
+        undo_n--;
+        memcpy(undo_log[undo_n].at, undo_log[undo_n].old, undo_log[undo_n].len);
+    }
+}
+
+/* A bin of this thread's cache holding at least two blocks of `size` bytes, the last three
+ * freed on top (NULL when the frees did not cache them). */
+static rp_tc_bin *prepared_bin(size_t size)
+{
+    void *p[3];
+    for (int i = 0; i < 3; i++) {
+        p[i] = call_malloc(size);
+        EXPECT(p[i], "malloc(%zu) failed (errno %d)", size, errno);
+        expect_rampart_block(p[i], "malloc");
+    }
+    const rp_tc_bin *bin = bin_of(p[0]);
+    for (int i = 0; i < 3; i++)
+        call_free(p[i]);
+    return bin && bin->head == p[2] && bin->count >= 2 ? (rp_tc_bin *)bin : NULL;
+}
+
+/* The most recent batch of some class in this thread's arena's transfer cache, or NULL. */
+static rp_xfer_batch *some_batch(rp_xfer **xp, unsigned *cp)
+{
+    rp_xfer *x = rp_tc_self ? rp_xfer_of(rp_tc_self->arena) : NULL;
+    for (unsigned c = 0; x && c < RP_TC_CLASSES; c++) {
+        if (x->n[c] > 0) {
+            *xp = x;
+            *cp = c;
+            return &x->slot[c][x->n[c] - 1];
+        }
+    }
+    return NULL;
+}
+
+/* The transfer cache damaged, or NULL for this thread's cache: the checker of the one
+ * structure damaged (the part of rp_malloc_check that covers it) is what must answer. */
+static rp_xfer *damaged_xfer;
+
+static int damaged_check(char *why, size_t len)
+{
+    return damaged_xfer ? rp_xfer_check(damaged_xfer, rp_tc_self->arena, why, len)
+                        : rp_tc_check(rp_tc_self, why, len);
+}
+
+/* The check must fail naming `invariant`, and pass once the bytes are back. */
+static void expect_named(const char *invariant, const char *what)
+{
+    char why[256], all[256];
+    int rc = damaged_check(why, sizeof why);
+    /* rp_malloc_check checks every transfer cache (a thread's cache only for its own thread). */
+    if (damaged_xfer)
+        EXPECT(rp_malloc_check(all, sizeof all) != 0 && strcmp(all, why) == 0,
+               "%s: rp_malloc_check does not say what rp_xfer_check says (%s)", what, why);
+    undo();
+    EXPECT(rc != 0 && strncmp(why, invariant, strlen(invariant)) == 0, "%s: the check %s%s, expected %s", what,
+           rc ? "says " : "passes", rc ? why : "", invariant);
+    EXPECT(damaged_check(why, sizeof why) == 0, "%s, put back: the check says %s", what, why);
+}
+
+/* The bin's blocks (at most RP_TC_LIMIT_MAX), read before it is damaged; 0 unless every one
+ * has exactly its class's size (the accounting of an abandoned bin is exact only then). */
+static int bin_blocks(const rp_tc_bin *bin, size_t cs, uint64_t **out)
+{
+    uint64_t key = rp_tc_self->key;
+    uint64_t *w = bin->head;
+    int n = 0;
+    for (uint32_t i = 0; i < bin->count && w; i++) {
+        if (call_usable(w) + RP_USER_OFFSET != cs)
+            return 0;
+        out[n++] = w;
+        w = (uint64_t *)(uintptr_t)(w[0] ^ key);
+    }
+    return n;
+}
+
+/* A damaged link met by malloc (its pop) or by a flush: one corrupted-free-list report
+ * naming the block, the bin abandoned (its blocks stay allocated; malloc fails with ENOMEM).
+ * The harness then clears their tags and frees them, and everything checks out. */
+static void damaged_link_met(rp_tc_bin *bin, size_t size, int by_flush)
+{
+    static uint64_t *blocks[RP_TC_LIMIT_MAX];
+    size_t cs = rp_tc_class_size((unsigned)(bin - rp_tc_self->bins));
+    int n = bin_blocks(bin, cs, blocks);
+    if (n < 2)
+        return;
+    uint64_t *bad = by_flush ? blocks[1] : blocks[0];
+    bad[0] = 0; /* decodes to the key: misaligned */
+    void *old_arg;
+    rp_report_fn old = rp_set_report_fn(catch_report, NULL, &old_arg);
+    memset(&caught, 0, sizeof caught);
+    if (by_flush) {
+        rp_malloc_thread_flush();
+    } else {
+        errno = 0;
+        void *p = call_malloc(size);
+        EXPECT(!p && errno == ENOMEM, "malloc from a bin with a damaged link returned %p (errno %d)", p, errno);
+    }
+    rp_set_report_fn(old, old_arg, NULL);
+    expect_report(RP_ERR_CORRUPT_FREE_LIST, bad, "damaged link", by_flush ? "a flush" : "malloc");
+    for (int i = 0; i < n; i++) {
+        blocks[i][1] = 0; /* outside every cache now (T4) */
+        call_free(blocks[i]);
+    }
+    expect_malloc_check(" after a damaged bin was abandoned");
+}
+
+static void do_damage(uint8_t kind, uint8_t x)
+{
+    rp_tcache *tc = rp_tc_self;
+    damaged_xfer = NULL;
+    if (!tc)
+        return;
+    kind %= 16;
+    size_t size = (size_t)(x >> 2) * 16;
+    if (kind < 8) {
+        rp_tc_bin *bin = prepared_bin(size);
+        if (!bin)
+            return;
+        uint64_t *head = bin->head;
+        if (kind == 0 && (x & 3)) {
+            damaged_link_met(bin, size, (x & 3) == 2);
+            return;
+        }
+        switch (kind) {
+        case 0: POKE(head[0], 0); expect_named("T2:", "a cached block's link zeroed"); break;
+        case 1: POKE(head[1], head[1] ^ 16); expect_named("T1:", "a cached block's tag changed"); break;
+        case 2: POKE(head[0], (uint64_t)(uintptr_t)head ^ tc->key); expect_named("T1:", "a block linked to itself"); break;
+        case 3: POKE(bin->count, bin->count + 1); expect_named("T2:", "a bin's count one too high"); break;
+        case 4: POKE(bin->count, bin->count - 1); expect_named("T2:", "a bin's count one too low"); break;
+        case 5: POKE(bin->count, bin->limit + 1); expect_named("T2:", "a bin above its limit"); break;
+        case 6: POKE(tc->bytes, tc->bytes + 16); expect_named("T3:", "the cache's bytes miscounted"); break;
+        default: POKE(tc->cap, tc->bytes - 1); expect_named("T3:", "the cache above its cap"); break;
+        }
+        return;
+    }
+    if (kind < 10) {
+        unsigned char *p = cached_block(PAGE, 1);
+        if (!p)
+            return;
+        rp_tc_pbin *pb = &tc->pbins[0];
+        if (kind == 8) {
+            POKE(pb->count, pb->limit + 1);
+            expect_named("T2:", "a page bin above its limit");
+        } else if ((x & 1) && pb->count < pb->limit) {
+            POKE(pb->slot[pb->count], pb->slot[pb->count - 1]);
+            POKE(pb->count, pb->count + 1);
+            expect_named("T1:", "a page block in its bin twice");
+        } else {
+            rp_page *d = pb->slot[pb->count - 1].d;
+            POKE(d->flags, (uint8_t)(d->flags & ~RP_PAGEF_CACHED));
+            expect_named("T1:", "a cached page block's flag cleared");
+        }
+        return;
+    }
+    rp_xfer *xf;
+    unsigned c;
+    rp_xfer_batch *b = some_batch(&xf, &c);
+    if (!b)
+        return;
+    damaged_xfer = xf;
+    uint64_t *w = b->head;
+    switch (kind) {
+    case 10: POKE(b->count, b->count + 1); expect_named("X1:", "a batch's count one too high"); break;
+    case 11:
+        if (b->count < 2)
+            return;
+        POKE(b->count, b->count - 1);
+        expect_named("X1:", "a batch's count one too low");
+        break;
+    case 12: POKE(b->bytes, b->bytes + 16); expect_named("X1:", "a batch's bytes miscounted"); break;
+    case 13:
+        if (x & 1)
+            POKE(xf->cap, xf->bytes - 1);
+        else
+            POKE(xf->bytes, xf->bytes + 16);
+        expect_named("X3:", x & 1 ? "a transfer cache above its cap" : "a transfer cache's bytes miscounted");
+        break;
+    case 14: POKE(xf->n[c], RP_XFER_SLOTS + 1); expect_named("X2:", "a transfer cache above its slots"); break;
+    default: POKE(w[1], w[1] ^ 16); expect_named("X1:", "a batched block's tag changed"); break;
+    }
+}
+
+/* ---- fork -------------------------------------------------------------------------------- */
+
+/* Coverage builds (-fprofile-instr-generate) write a child's profile here: _exit and a
+ * signal skip the at-exit writer. Elsewhere the symbol is absent. */
+extern int __llvm_profile_write_file(void) __attribute__((weak));
+
+static void write_coverage(void)
+{
+    if (__llvm_profile_write_file)
+        __llvm_profile_write_file();
+}
+
+/* Then abort() kills the process all the same. */
+static void coverage_on_abort(int sig)
+{
+    (void)sig;
+    write_coverage();
+}
+
+static void child_where(FILE *out) { fprintf(out, "malloc_api: the child of fork (pid %d): ", (int)getpid()); }
+
+/* The child of fork: only the forking thread's cache is left; the allocator is consistent,
+ * every block the program holds kept its contents and can be freed (those the second thread
+ * allocated too), and it allocates and frees in every tier. */
+__attribute__((noreturn)) static void fork_child(void)
+{
+    signal(SIGABRT, SIG_DFL); /* a failed expectation just kills the child */
+    expect_context(child_where, NULL);
+    worker_forget();
+    expect_malloc_check("");
+    rp_malloc_stats_t st;
+    rp_malloc_stats(&st);
+    EXPECT(st.thread_caches == 1, "%zu thread caches, expected only the forking thread's", st.thread_caches);
+    for (int s = 0; s < ALL_SLOTS; s++)
+        release_slot(s, 0);
+    static const size_t sizes[] = {0, 24, 1000, 5000, 70000, (size_t)1 << 20};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        do_malloc(0, sizes[i]);
+        release_slot(0, 0);
+    }
+    rp_malloc_thread_flush();
+    expect_malloc_check(" after freeing everything");
+    write_coverage();
+    _exit(0);
+}
+
+/* The default report function, in a grandchild whose stderr is a pipe: a second free of a
+ * cached block prints one line and aborts. */
+__attribute__((noreturn)) static void default_report_child(int fd)
+{
+    signal(SIGABRT, SIG_DFL);
+    dup2(fd, STDERR_FILENO);
+    rp_set_report_fn(NULL, NULL, NULL);
+    void *p = cached_block(100, 0);
+    if (!p)
+        _exit(2); /* nothing to show */
+    signal(SIGABRT, coverage_on_abort);
+    call_free(p);
+    _exit(3); /* the default report returned */
+}
+
+static pid_t fork_or_fail(void)
+{
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    EXPECT(pid >= 0, "fork failed (errno %d)", errno);
+    return pid;
+}
+
+static int wait_for(pid_t pid)
+{
+    int status;
+    EXPECT(waitpid(pid, &status, 0) == pid, "waitpid failed (errno %d)", errno);
+    return status;
+}
+
+static void check_default_report(void)
+{
+    int fds[2];
+    EXPECT(pipe(fds) == 0, "pipe failed (errno %d)", errno);
+    pid_t pid = fork_or_fail();
+    if (pid == 0)
+        default_report_child(fds[1]);
+    close(fds[1]);
+    char out[512];
+    size_t n = 0;
+    ssize_t got;
+    while (n < sizeof out - 1 && (got = read(fds[0], out + n, sizeof out - 1 - n)) > 0)
+        n += (size_t)got;
+    close(fds[0]);
+    out[n] = '\0';
+    int status = wait_for(pid);
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 2)
+        return;
+    EXPECT(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT,
+           "a double free with the default report function: the process ended with status %#x, not SIGABRT", status);
+    EXPECT(strncmp(out, "rampart: double-free: free(0x", 29) == 0 && strchr(out, '\n') == out + n - 1 &&
+               strstr(out, "held in a thread cache"),
+           "the default report printed '%s'", out);
+}
+
+/* Compared out of sight of the fuzzer's comparison tracing, so it does not learn the magic
+ * and fork stays rare. */
+NO_FEEDBACK __attribute__((noinline)) static int fork_wanted(uint16_t magic) { return magic == FORK_MAGIC; }
+
+static void do_fork(uint16_t magic, uint8_t mode)
+{
+    if (!fork_wanted(magic) || model.forked)
+        return;
+    model.forked = 1;
+    rp_malloc_stats_t before, after;
+    rp_malloc_stats(&before);
+    pid_t pid = fork_or_fail();
+    if (pid == 0)
+        fork_child();
+    int status = wait_for(pid);
+    EXPECT(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child of fork failed (status %#x)", status);
+    rp_malloc_stats(&after);
+    EXPECT(after.thread_caches == before.thread_caches, "fork changed the parent's thread caches from %zu to %zu",
+           before.thread_caches, after.thread_caches);
+    expect_malloc_check(" after fork");
+    if (mode & 1)
+        check_default_report();
+}
+
 /* ---- driver ------------------------------------------------------------------------------ */
 
 /* A slot number from the input. */
 static int slot(fuzz_input *in) { return fuzz_u8(in) % NSLOTS; }
+
+static void run_op(fuzz_input *in, int op);
+
+/* glibc's internal names of the calls above (MORE_ALIASES swaps them in and back). */
+static void *(*volatile alias_malloc)(size_t) = __libc_malloc;
+static void *(*volatile alias_calloc)(size_t, size_t) = __libc_calloc;
+static void *(*volatile alias_realloc)(void *, size_t) = __libc_realloc;
+static void *(*volatile alias_memalign)(size_t, size_t) = __libc_memalign;
+static void *(*volatile alias_valloc)(size_t) = __libc_valloc;
+static void *(*volatile alias_pvalloc)(size_t) = __libc_pvalloc;
+static void (*volatile alias_free)(void *) = __libc_free;
+
+#define SWAP(a, b)                                                                             \
+    do {                                                                                       \
+        __typeof__(a) t_ = (a);                                                                \
+        (a) = (b);                                                                             \
+        (b) = t_;                                                                              \
+    } while (0)
+
+static void swap_aliases(void)
+{
+    SWAP(call_malloc, alias_malloc);
+    SWAP(call_calloc, alias_calloc);
+    SWAP(call_realloc, alias_realloc);
+    SWAP(call_memalign, alias_memalign);
+    SWAP(call_valloc, alias_valloc);
+    SWAP(call_pvalloc, alias_pvalloc);
+    SWAP(call_free, alias_free);
+    model.aliases = !model.aliases;
+}
+
+/* The next operation through glibc's internal names (__libc_malloc, ...) and
+ * free_aligned_sized instead of free_sized. */
+static void with_aliases(fuzz_input *in)
+{
+    int op = fuzz_opcode(in, op_names, OP_COUNT, &model.op_name);
+    if (op < 0)
+        return;
+    int swap = !model.aliases; /* already swapped in: an alias of an alias */
+    if (swap)
+        swap_aliases();
+    TRACE("  (through the aliases) %s\n", model.op_name);
+    run_op(in, op);
+    if (swap)
+        swap_aliases();
+}
+
+static void run_more(fuzz_input *in)
+{
+    int what = fuzz_u8(in) % MORE_COUNT;
+    model.op_name = more_names[what];
+    TRACE("  %s\n", model.op_name);
+    switch (what) {
+    case MORE_STATS:
+        do_stats();
+        break;
+    case MORE_PRINT:
+        do_print();
+        break;
+    case MORE_GLIBC:
+        do_glibc(fuzz_u8(in));
+        break;
+    case MORE_BURST: {
+        uint8_t count = fuzz_u8(in);
+        do_burst(count, fuzz_u16(in));
+        break;
+    }
+    case MORE_MISUSE: {
+        uint8_t kind = fuzz_u8(in);
+        do_misuse(kind, fuzz_u16(in));
+        break;
+    }
+    case MORE_ALIASES:
+        with_aliases(in);
+        break;
+    case MORE_FORK: {
+        uint16_t magic = fuzz_u16(in);
+        do_fork(magic, fuzz_u8(in));
+        break;
+    }
+    default: {
+        uint8_t kind = fuzz_u8(in);
+        do_damage(kind, fuzz_u8(in));
+        break;
+    }
+    }
+}
+
+static void run_op(fuzz_input *in, int op)
+{
+    switch (op) {
+    case OP_MALLOC: {
+        int s = slot(in);
+        do_malloc(s, decode_size(fuzz_u16(in)));
+        break;
+    }
+    case OP_CALLOC:
+    case OP_REALLOCARRAY: {
+        int s = slot(in);
+        size_t n = decode_count(fuzz_u8(in));
+        size_t size = decode_size(fuzz_u16(in));
+        if (op == OP_CALLOC)
+            do_calloc(s, n, size);
+        else
+            do_reallocarray(s, n, size);
+        break;
+    }
+    case OP_REALLOC: {
+        int s = slot(in);
+        do_realloc(s, decode_size(fuzz_u16(in)));
+        break;
+    }
+    case OP_POSIX_MEMALIGN:
+    case OP_ALIGNED_ALLOC:
+    case OP_MEMALIGN: {
+        int s = slot(in);
+        size_t align = decode_align(fuzz_u8(in));
+        size_t size = decode_size(fuzz_u16(in));
+        if (op == OP_POSIX_MEMALIGN)
+            do_posix_memalign(s, align, size);
+        else if (op == OP_ALIGNED_ALLOC)
+            do_aligned_alloc(s, align, size);
+        else
+            do_memalign(s, align, size);
+        break;
+    }
+    case OP_VALLOC: {
+        int s = slot(in);
+        size_t size = decode_size(fuzz_u16(in));
+        do_valloc(s, size, fuzz_u8(in) & 1);
+        break;
+    }
+    case OP_FREE: {
+        int s = slot(in);
+        release_slot(s, fuzz_u8(in) % 3);
+        break;
+    }
+    case OP_USABLE:
+        do_usable(slot(in));
+        break;
+    case OP_THREAD: {
+        uint8_t what = fuzz_u8(in);
+        int s = slot(in);
+        do_thread(what, s, decode_size(fuzz_u16(in)));
+        break;
+    }
+    case OP_FLUSH:
+        do_flush();
+        break;
+    case OP_CHECK:
+        check_everything();
+        break;
+    case OP_MALLOC_RUN: {
+        int s = slot(in);
+        int count = fuzz_u8(in);
+        size_t size = decode_size(fuzz_u16(in));
+        for (int i = 0; i < count; i++)
+            do_malloc((s + i) % NSLOTS, size);
+        break;
+    }
+    case OP_FREE_RUN: {
+        int s = slot(in);
+        int count = fuzz_u8(in);
+        int stride = fuzz_u8(in) % 7 + 1;
+        for (int i = 0; i < count; i++)
+            release_slot((s + i * stride) % NSLOTS, 0);
+        break;
+    }
+    case OP_MORE:
+        run_more(in);
+        break;
+    }
+}
 
 static void run(fuzz_input *in)
 {
@@ -514,92 +1474,14 @@ static void run(fuzz_input *in)
         if (op < 0)
             continue;
         TRACE("op %lu %s\n", model.op, model.op_name);
-        switch (op) {
-        case OP_MALLOC: {
-            int s = slot(in);
-            do_malloc(s, decode_size(fuzz_u16(in)));
-            break;
-        }
-        case OP_CALLOC:
-        case OP_REALLOCARRAY: {
-            int s = slot(in);
-            size_t n = decode_count(fuzz_u8(in));
-            size_t size = decode_size(fuzz_u16(in));
-            if (op == OP_CALLOC)
-                do_calloc(s, n, size);
-            else
-                do_reallocarray(s, n, size);
-            break;
-        }
-        case OP_REALLOC: {
-            int s = slot(in);
-            do_realloc(s, decode_size(fuzz_u16(in)));
-            break;
-        }
-        case OP_POSIX_MEMALIGN:
-        case OP_ALIGNED_ALLOC:
-        case OP_MEMALIGN: {
-            int s = slot(in);
-            size_t align = decode_align(fuzz_u8(in));
-            size_t size = decode_size(fuzz_u16(in));
-            if (op == OP_POSIX_MEMALIGN)
-                do_posix_memalign(s, align, size);
-            else if (op == OP_ALIGNED_ALLOC)
-                do_aligned_alloc(s, align, size);
-            else
-                do_memalign(s, align, size);
-            break;
-        }
-        case OP_VALLOC: {
-            int s = slot(in);
-            size_t size = decode_size(fuzz_u16(in));
-            do_valloc(s, size, fuzz_u8(in) & 1);
-            break;
-        }
-        case OP_FREE: {
-            int s = slot(in);
-            release_slot(s, fuzz_u8(in) % 3);
-            break;
-        }
-        case OP_USABLE:
-            do_usable(slot(in));
-            break;
-        case OP_THREAD: {
-            uint8_t what = fuzz_u8(in);
-            int s = slot(in);
-            do_thread(what, s, decode_size(fuzz_u16(in)));
-            break;
-        }
-        case OP_FLUSH:
-            rp_malloc_thread_flush();
-            break;
-        case OP_CHECK:
-            check_everything();
-            break;
-        case OP_MALLOC_RUN: {
-            int s = slot(in);
-            int count = fuzz_u8(in);
-            size_t size = decode_size(fuzz_u16(in));
-            for (int i = 0; i < count; i++)
-                do_malloc((s + i) % NSLOTS, size);
-            break;
-        }
-        case OP_FREE_RUN: {
-            int s = slot(in);
-            int count = fuzz_u8(in);
-            int stride = fuzz_u8(in) % 7 + 1;
-            for (int i = 0; i < count; i++)
-                release_slot((s + i * stride) % NSLOTS, 0);
-            break;
-        }
-        }
+        run_op(in, op);
         if (model.op % CHECK_EVERY == CHECK_EVERY - 1) {
             char why[256];
             EXPECT(rp_malloc_check(why, sizeof why) == 0, "rp_malloc_check: %s", why);
         }
     }
     model.op_name = "teardown";
-    for (int s = 0; s < NSLOTS; s++)
+    for (int s = 0; s < ALL_SLOTS; s++)
         release_slot(s, 0);
     worker_exit();
     rp_malloc_thread_flush();

@@ -9,7 +9,7 @@
 
 #include "rampart_malloc.h"
 
-typedef enum { W_IDLE, W_FREE, W_MALLOC, W_REALLOC, W_FLUSH, W_CHECK, W_EXIT } worker_op;
+typedef enum { W_IDLE, W_FREE, W_FREE_MANY, W_MALLOC, W_VALLOC, W_REALLOC, W_FLUSH, W_CHECK, W_EXIT } worker_op;
 
 static struct {
     pthread_t thread;
@@ -18,6 +18,7 @@ static struct {
     pthread_cond_t wake, done_cond;
     worker_op op; /* W_IDLE when the worker waits for work */
     void *p;
+    void *const *ps; /* W_FREE_MANY: size pointers */
     size_t size;
     char *why;
     size_t why_len;
@@ -39,8 +40,15 @@ static void *worker_main(void *arg)
         case W_FREE:
             free(w.p);
             break;
+        case W_FREE_MANY:
+            for (size_t i = 0; i < w.size; i++)
+                free(w.ps[i]);
+            break;
         case W_MALLOC:
             w.result = malloc(w.size);
+            break;
+        case W_VALLOC:
+            w.result = valloc(w.size);
             break;
         case W_REALLOC:
             w.result = realloc(w.p, w.size);
@@ -95,10 +103,25 @@ void worker_free(void *p)
     call(W_FREE);
 }
 
+void worker_free_many(void *const *ps, size_t n)
+{
+    w.ps = ps;
+    w.size = n;
+    call(W_FREE_MANY);
+}
+
 void *worker_malloc(size_t size, int *err)
 {
     w.size = size;
     call(W_MALLOC);
+    *err = w.err;
+    return w.result;
+}
+
+void *worker_valloc(size_t size, int *err)
+{
+    w.size = size;
+    call(W_VALLOC);
     *err = w.err;
     return w.result;
 }
@@ -123,5 +146,7 @@ int worker_check(char *why, size_t len)
 }
 
 void worker_exit(void) { call(W_EXIT); }
+
+void worker_forget(void) { w.running = 0; }
 
 int worker_running(void) { return w.running; }

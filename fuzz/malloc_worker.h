@@ -11,8 +11,13 @@
 
 /* free(p) on the worker. */
 void worker_free(void *p);
+/* free() of each of the n pointers of ps on the worker, in order, in one hand-over (a burst
+ * of cross-thread frees that overflows the worker's cache bins). */
+void worker_free_many(void *const *ps, size_t n);
 /* malloc(size) on the worker; *err receives its errno. */
 void *worker_malloc(size_t size, int *err);
+/* valloc(size) on the worker; *err receives its errno. */
+void *worker_valloc(size_t size, int *err);
 /* realloc(p, size) on the worker; *err receives its errno. */
 void *worker_realloc(void *p, size_t size, int *err);
 /* rp_malloc_thread_flush() on the worker. */
@@ -23,6 +28,9 @@ int worker_check(char *why, size_t len);
 /* Ends the worker thread (its cache is flushed by the thread-exit destructor) and joins it.
  * Nothing happens when it is not running. */
 void worker_exit(void);
+/* In the child of fork, where the thread does not exist: forgets it (never joined, never
+ * called), so nothing waits for it. */
+void worker_forget(void);
 /* 1 while the worker thread runs. */
 int worker_running(void);
 

@@ -13,14 +13,17 @@ heap_ops input format (fuzz/heap_ops.c is the authority):
     shape0: bits 0-3 max_bytes = (v+1) * 512 KiB, bits 4-6 region_bytes = 16 KiB << v,
             bit 7 RP_HEAP_NO_OS
     shape1: bits 0-2 large_threshold = 4 KiB << v, bits 3-5 retain_bytes = 32 KiB << v
-    then operations: an opcode byte (its low four bits; 13..15 do nothing yet) and its
-    arguments, little-endian. A size is 16 bits: the top 3 bits pick a range (0: 0..63,
+    then operations: an opcode byte (its low four bits; 15 does nothing yet) and its
+    arguments, little-endian: 13 batch flags slot count size align (flags bit 0: free rather
+    than allocate; bits 1-3: the free's stride - 1, 7 for -1; bits 4-5: one bad pointer, 1 twice in the
+    batch, 2 the second heap's, 3 foreign; count: count + 1 blocks), 14 fresh-region where
+    (a gigabyte of address space the address map has no leaf for). A size is 16 bits: the top 3 bits pick a range (0: 0..63,
     1: 0..1023, 2: 0..8191, 3: x*8, 4: x*64, 5: whole pages (up to 4 MiB), 6: around a page boundary,
     7: special values); an alignment byte is 0 (default), 1..23 for 2^(v-1), 24..31 for
     invalid or huge values, bit 7 = the second heap.
 
 malloc_api input format (fuzz/malloc_api.c is the authority): operations until the input
-    ends, an opcode byte (its low four bits; 15 does nothing yet) and its arguments. A slot
+    ends, an opcode byte (its low four bits) and its arguments. A slot
     byte picks one of 128 blocks the program holds (an occupied slot is freed first). Sizes
     are 16 bits as for heap_ops, but whole pages (range 5) only up to 1 MiB and malloc_api's
     own table of special values (range 7: edges, 4 MiB, and sizes from 2^47 on, which must
@@ -36,6 +39,33 @@ malloc_api input format (fuzz/malloc_api.c is the authority): operations until t
         (what % 6 on the second thread: 0 free, 1 malloc, 2 realloc, 3 flush, 4 exit, 5 check)
         11 flush (this thread's cache)                           12 check
         13 malloc-run slot count size                            14 free-run slot count stride
+        15 more what (% 8) and its arguments:
+            0 stats         rp_malloc_stats against the arenas' counters and the blocks held
+            1 print         rp_malloc_stats_print into memory, every line parsed back
+            2 glibc pad     malloc_stats (stderr read back), mallinfo2, mallinfo, mallopt,
+                            malloc_trim((pad % 16) * 64 KiB): the transfer caches end empty
+            3 burst count size   count * 3 blocks of size % 8193 bytes allocated here, freed on
+                            the second thread, allocated again (at most 4 per input); count
+                            above 200: count - 200 blocks of size % 8 + 1 pages from valloc on
+                            each thread, all freed here (page bins holding two arenas' blocks)
+            4 misuse kind size   kind % 5: 0 a second free of a cached block, 1 realloc of one,
+                            2 free of foreign memory (ignored, counted), 3 realloc of foreign
+                            memory, 4 a second free of cached pages; size's low 11 bits: the
+                            offset into the foreign buffer
+            5 aliases       the next operation through __libc_malloc, __libc_calloc,
+                            __libc_realloc, __libc_memalign, __libc_valloc, __libc_pvalloc,
+                            __libc_free and free_aligned_sized (for free_sized)
+            6 fork magic16 mode  only with magic 0x4bf0, once per input: the child checks, frees
+                            every block, allocates; mode bit 0: the default report function in
+                            a grandchild (one line on stderr, SIGABRT)
+            7 damage kind x      x >> 2: a bin of (x >> 2) * 16-byte blocks; kind % 16: 0 a
+                            link zeroed (x & 3: 1 then malloc meets it, 2 a flush does), 1 a tag,
+                            2 a block linked to itself, 3/4 a bin's count one too high/low, 5 a
+                            bin above its limit, 6 the cache's bytes, 7 its cap, 8 a page bin
+                            above its limit, 9 a cached page's flag (x & 1: the page twice in its
+                            bin); in a transfer batch: 10/11 its count one too high/low, 12 its
+                            bytes, 13 the cache's bytes (x & 1: its cap), 14 its batch count above
+                            the slots, 15 a block's tag
 
 corruption input format (fuzz/corruption.c is the authority): three bytes naming the one
     fault, then valid operations until the input ends; the fault is injected after them.
@@ -63,7 +93,7 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 (OP_ALLOC, OP_CALLOC, OP_REALLOC, OP_FREE, OP_ADD_REGION, OP_CHECK, OP_TRIM, OP_OS_FAIL,
- OP_MISUSE, OP_ALLOC_RUN, OP_FREE_RUN, OP_CORRUPT, OP_EDGES) = range(13)
+ OP_MISUSE, OP_ALLOC_RUN, OP_FREE_RUN, OP_CORRUPT, OP_EDGES, OP_BATCH, OP_FRESH_REGION) = range(15)
 
 SPECIAL_SIZES = [0, 1, 15, 16, 17, 24, 4096, 3072, 64512, 65535, 65536, 65537, 1 << 20, 1 << 32,
                  0xfffff000, 1 << 43, (1 << 43) + 1, (1 << 63) - 1, 2**64 - 4096, 2**64 - 1]
@@ -164,8 +194,38 @@ def edges():
     return bytes([OP_EDGES])
 
 
+def alloc_batch(slot, count, size, align=0):
+    """rp_alloc_batch of count (1..64) blocks into slots slot.."""
+    return bytes([OP_BATCH, 0, slot, count - 1]) + u16(size16(size)) + bytes([align8(align)])
+
+
+BAD_NONE, BAD_TWICE, BAD_OTHER_HEAP, BAD_FOREIGN = range(4)
+
+
+def free_batch(slot, count, stride=1, bad=BAD_NONE):
+    """rp_free_batch of the first heap's blocks among count slots from slot (every stride-th),
+    plus one bad pointer: the last one again, a block of the second heap, foreign memory.
+    stride 1..7, or -1."""
+    return bytes([OP_BATCH, 1 | (7 if stride == -1 else stride - 1) << 1 | bad << 4, slot, count - 1]) + u16(0) + bytes([0])
+
+
+def fresh_region(where=0):
+    return bytes([OP_FRESH_REGION, where])
+
+
 def heap_ops_seeds():
     s = {}
+    # Batches (the thread caches' entry points): allocations of every small shape, short
+    # batches at the cap, page-tier sizes refused; frees in runs and apart, each with a bad
+    # pointer (twice in the batch, the second heap's, foreign memory) reported alone.
+    s["seed-batch"] = (shape(2) + alloc_batch(0, 64, 48) + alloc_batch(64, 64, 1000, 64) + alloc_batch(128, 10, 65536) +
+                       alloc_batch(140, 10, 100, 3) + free_batch(0, 64, 2) + free_batch(1, 31, 2, BAD_TWICE) +
+                       alloc(200, 5000, 0, True) + free_batch(64, 64, 1, BAD_OTHER_HEAP) +
+                       alloc_batch(0, 64, 8000) + alloc_batch(64, 64, 8000) + alloc_batch(128, 64, 16000) +
+                       free_batch(0, 64, 3, BAD_FOREIGN) + check() + free_batch(63, 64, -1, BAD_TWICE) + check())
+    # Caller memory where the address map has no leaf, the OS refusing the leaf; an edges
+    # operation (the default report function, every error kind's name).
+    s["seed-fresh-region"] = shape(4) + fresh_region(0) + fresh_region(7) + alloc(0, 100) + fresh_region(255) + edges()
     # The seed scenario (README, rpbench): runs of one aligned shape, no frees, then churn.
     s["seed-4096x4096"] = (shape(16) + alloc_run(0, 250, 4096, 4096) + check() +
                            free_run(0, 125, 2) + alloc_run(0, 250, 4096, 4096) + check())
@@ -248,7 +308,9 @@ def heap_ops_seeds():
 # ---- malloc_api ------------------------------------------------------------------------------
 
 (M_MALLOC, M_CALLOC, M_REALLOC, M_REALLOCARRAY, M_POSIX_MEMALIGN, M_ALIGNED_ALLOC, M_MEMALIGN, M_VALLOC,
- M_FREE, M_USABLE, M_THREAD, M_FLUSH, M_CHECK, M_MALLOC_RUN, M_FREE_RUN) = range(15)
+ M_FREE, M_USABLE, M_THREAD, M_FLUSH, M_CHECK, M_MALLOC_RUN, M_FREE_RUN, M_MORE) = range(16)
+(MORE_STATS, MORE_PRINT, MORE_GLIBC, MORE_BURST, MORE_MISUSE, MORE_ALIASES, MORE_FORK, MORE_DAMAGE) = range(8)
+FORK_MAGIC = 0x4bf0
 
 MALLOC_SIZES = [0, 1, 15, 16, 17, 24, 1008, 1009, 4096, 65536, 65537, 1 << 20, 4 << 20, 1 << 47,
                 (1 << 63) - 1, 1 << 63, 2**64 - 4096, 2**64 - 16, 2**64 - 1, 1 << 48]
@@ -309,6 +371,37 @@ def m_free_run(slot, count, stride=1):
     return bytes([M_FREE_RUN, slot, count, stride - 1])
 
 
+def m_more(what, *args):
+    return bytes([M_MORE, what, *args])
+
+
+def m_burst(blocks, size):
+    """Blocks are counted in threes (at most 600)."""
+    assert blocks % 3 == 0 and blocks <= 600
+    return m_more(MORE_BURST, blocks // 3) + msize(size)
+
+
+def m_page_burst(blocks, pages):
+    """blocks (1..55) of 1..8 pages from valloc on each thread, all freed on this one."""
+    assert 1 <= blocks <= 55 and 1 <= pages <= 8
+    return m_more(MORE_BURST, 200 + blocks) + u16(pages - 1)
+
+
+def m_misuse(kind, size=0, foreign_offset=0):
+    """kind % 5: 0 a second free of a cached block, 1 realloc of one, 2 free of foreign memory,
+    3 realloc of foreign memory, 4 a second free of cached pages. The size code's low 11 bits
+    are the offset into the foreign buffer (kinds 2 and 3)."""
+    code = size16(size, MALLOC_SIZES, 256) if size else foreign_offset
+    return m_more(MORE_MISUSE, kind) + u16(code)
+
+
+def m_damage(kind, size=48, met_by=0):
+    """kind % 16 (fuzz/malloc_api.c do_damage); a bin of size-byte blocks (size % 16 == 0, at
+    most 1008); met_by (kind 0): 1 malloc pops the damaged link, 2 a flush meets it."""
+    assert size % 16 == 0 and size <= 1008
+    return m_more(MORE_DAMAGE, kind, size // 16 << 2 | met_by)
+
+
 def malloc_api_seeds():
     s = {}
     check, flush = bytes([M_CHECK]), bytes([M_FLUSH])
@@ -347,6 +440,41 @@ def malloc_api_seeds():
                        m_run(0, 40, 4096) + m_free_run(0, 40) + b"".join(m_aligned(M_POSIX_MEMALIGN, i, 4096, 4096)
                                                                            for i in range(20)) +
                        m_free_run(0, 20) + check + flush + m_run(0, 100, 24) + m_free_run(0, 100, 3) + check)
+    # Statistics: rp_malloc_stats, the printed text parsed back, malloc_stats on stderr,
+    # mallinfo, mallopt and malloc_trim with and without a pad, with blocks on both threads.
+    stats, prnt = m_more(MORE_STATS), m_more(MORE_PRINT)
+    s["seed-stats"] = (stats + prnt + m_run(0, 30, 100) + m_thread(T_MALLOC, 40, 5000) + m_thread(T_MALLOC, 41, 1 << 20) +
+                       m_free_run(0, 15, 2) + stats + prnt + m_more(MORE_GLIBC, 0) + m_thread(T_FREE, 40) +
+                       m_free_run(1, 15, 2) + prnt + m_more(MORE_GLIBC, 15) + flush + check + m_more(MORE_GLIBC, 3) +
+                       check)
+    # Bursts: one thread allocates up to 600 blocks of one size, the other frees them all
+    # (batches into the transfer caches), the first allocates them again (batches back).
+    s["seed-burst"] = (m_burst(600, 48) + m_burst(300, 1008) + m_burst(99, 4000) + m_burst(30, 20000) +
+                       m_more(MORE_STATS) + check)
+    # Page bursts: page blocks of two arenas in this thread's page bins, flushed back each to
+    # its own arena.
+    s["seed-page-burst"] = (m_page_burst(20, 1) + m_page_burst(55, 2) + m_page_burst(9, 8) + m_page_burst(1, 4) + check)
+    # Misuse the drop-in reports itself (cached blocks freed or reallocated again, pages
+    # too) or ignores (foreign memory), with a report function that returns.
+    s["seed-misuse"] = (m_malloc(0, 100) + m_misuse(0, 24) + m_misuse(1, 512) + m_misuse(2, 0, 0) + m_misuse(2, 0, 5) +
+                        m_misuse(3, 0, 16) + m_misuse(4, 4096) + m_misuse(4, 8192) + m_misuse(0, 4000) + check)
+    # The same calls through glibc's internal names and free_aligned_sized.
+    alias = m_more(MORE_ALIASES)
+    s["seed-aliases"] = (alias + m_malloc(0, 100) + alias + m_calloc(1, 10, 10) + alias + m_realloc(0, 5000) +
+                         alias + m_aligned(M_MEMALIGN, 2, 64, 100) + alias + m_valloc(3, 100) +
+                         alias + m_valloc(4, 100, True) + alias + m_free(0) + alias + m_free(1, 1) +
+                         alias + m_free(2, 1) + check)
+    # fork with blocks of both threads live: the child checks, frees them all, allocates; the
+    # default report function in a grandchild (one line on stderr, then abort).
+    # Damage to this thread's cache and its arena's transfer cache (after a burst left
+    # batches there): rp_malloc_check names each invariant, then passes once the bytes are
+    # back; a damaged link met by malloc or by a flush is reported and its bin abandoned.
+    s["seed-damage"] = (b"".join(m_damage(k, 16 * (k + 1)) for k in range(10)) + m_damage(0, 48, 1) +
+                        m_damage(0, 1008, 2) + m_damage(9, 48, 1) + m_burst(600, 48) +
+                        b"".join(m_damage(k) for k in range(10, 16)) + m_damage(13, 48, 1) +
+                        check)
+    s["seed-fork"] = (m_run(0, 20, 200) + m_thread(T_MALLOC, 30, 3000) + m_thread(T_FREE, 3) + m_valloc(31, 8192) +
+                      m_more(MORE_FORK) + u16(FORK_MAGIC) + bytes([1]) + check + m_free_run(0, 32))
     return s
 
 

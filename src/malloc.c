@@ -372,7 +372,9 @@ void *aligned_alloc(size_t align, size_t size)
     return aligned_impl(align, size);
 }
 
-void *memalign(size_t align, size_t size)
+/* memalign's body. Callers inside the drop-in use it, not memalign: glibc declares memalign
+ * alloc_align(1), and an alignment of 0 or a non-power of two is no alignment to assume. */
+static void *memalign_impl(size_t align, size_t size)
 {
     if (align > SIZE_MAX / 2 + 1) {
         errno = EINVAL;
@@ -382,6 +384,8 @@ void *memalign(size_t align, size_t size)
         align = (size_t)1 << (rp_fls(align) + 1);
     return aligned_impl(align, size);
 }
+
+void *memalign(size_t align, size_t size) { return memalign_impl(align, size); }
 
 void *valloc(size_t size) { return aligned_impl(RP_PAGE_SIZE, size); }
 
@@ -432,7 +436,7 @@ void *__libc_calloc(size_t n, size_t size) { return calloc(n, size); }
 void *__libc_realloc(void *p, size_t size);
 void *__libc_realloc(void *p, size_t size) { return realloc_impl(p, size); }
 void *__libc_memalign(size_t align, size_t size);
-void *__libc_memalign(size_t align, size_t size) { return memalign(align, size); }
+void *__libc_memalign(size_t align, size_t size) { return memalign_impl(align, size); }
 void *__libc_valloc(size_t size);
 void *__libc_valloc(size_t size) { return valloc(size); }
 void *__libc_pvalloc(size_t size);

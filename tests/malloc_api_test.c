@@ -312,6 +312,21 @@ static void test_aliases(void)
     CHECK_MALLOC_OK();
 }
 
+/* Found by the malloc_api fuzz target (fuzz/regressions/malloc_api/libc-memalign-align-0):
+ * __libc_memalign called memalign through glibc's declaration, which says the result is
+ * aligned to the first argument (alloc_align); memalign also takes 0 and non-powers of two,
+ * so the drop-in assumed an alignment that does not exist (undefined behaviour, reported by
+ * UBSan: run with --config=clang --config=ubsan). */
+static void test_libc_memalign_any_alignment(void)
+{
+    void *m = __libc_memalign(opaque(0), 10);
+    CHECK(m && ((uintptr_t)m & 15) == 0);
+    free(m);
+    m = __libc_memalign(opaque(24), 100);
+    CHECK(m && ((uintptr_t)m & 31) == 0);
+    free(m);
+}
+
 static void test_errno_kept_by_free(void)
 {
     /* free() never changes errno, whatever path it takes (cache, flush, page tier). */
@@ -495,6 +510,7 @@ static void test_stats_print(void)
 
 int main(void)
 {
+    test_libc_memalign_any_alignment();
     test_malloc_basics();
     test_calloc();
     test_realloc();

@@ -1,0 +1,250 @@
+/* The malloc_api harness's reading of the drop-in's statistics: see malloc_stats_text.h. */
+#define _GNU_SOURCE
+#include "fuzz/malloc_stats_text.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fuzz/expect.h"
+
+/* ---- snapshots --------------------------------------------------------------------------- */
+
+static void arena_sums(const stats_snapshot *s, size_t *n, size_t *in_use, size_t *os)
+{
+    *n = *in_use = *os = 0;
+    for (unsigned i = 0; i < RP_MAX_ARENAS; i++) {
+        if (!s->has[i])
+            continue;
+        ++*n;
+        *in_use += s->arena[i].bytes_in_use;
+        *os += s->arena[i].os_bytes;
+    }
+}
+
+static void read_arenas(stats_snapshot *s)
+{
+    for (unsigned i = 0; i < RP_MAX_ARENAS; i++) {
+        rp_heap *h = rp_arena_get(i);
+        s->has[i] = h && rp_heap_stats(h, &s->arena[i]) == 0;
+    }
+}
+
+void stats_snapshot_take(stats_snapshot *s)
+{
+    static rp_malloc_stats_t last; /* the counters are cumulative for the process */
+    stats_snapshot first;
+    read_arenas(&first);
+    EXPECT(rp_malloc_stats(&s->ms) == 0, "rp_malloc_stats failed");
+    read_arenas(s);
+    const rp_malloc_stats_t *m = &s->ms;
+    size_t n, in_use, os, n0, in_use0, os0;
+    arena_sums(s, &n, &in_use, &os);
+    arena_sums(&first, &n0, &in_use0, &os0);
+    EXPECT(m->arenas >= 1 && m->arenas == n && n <= rp_arena_count(),
+           "rp_malloc_stats: %zu arenas, %zu exist (at most %u)", m->arenas, n, rp_arena_count());
+    if (in_use == in_use0 && os == os0) /* nothing moved while the stats were read */
+        EXPECT(m->bytes_in_use == in_use && m->os_bytes == os,
+               "rp_malloc_stats: %zu bytes in use and %zu from the OS; the arenas say %zu and %zu", m->bytes_in_use,
+               m->os_bytes, in_use, os);
+    EXPECT(m->bytes_in_use <= m->os_bytes, "rp_malloc_stats: %zu bytes in use of %zu mapped", m->bytes_in_use,
+           m->os_bytes);
+    EXPECT(m->thread_caches >= 1 && m->cached_bytes <= m->thread_caches * m->cache_bytes_limit,
+           "rp_malloc_stats: %zu bytes cached by %zu caches of at most %zu", m->cached_bytes, m->thread_caches,
+           m->cache_bytes_limit);
+    /* Each arena's transfer cache holds at most four thread caches' worth. */
+    EXPECT(m->transfer_bytes <= m->arenas * 4 * m->cache_bytes_limit,
+           "rp_malloc_stats: %zu bytes in transfer caches, above %zu arenas' caps", m->transfer_bytes, m->arenas);
+    EXPECT(m->cached_bytes + m->transfer_bytes <= m->bytes_in_use,
+           "rp_malloc_stats: %zu bytes cached and %zu in transfer caches, but only %zu in use", m->cached_bytes,
+           m->transfer_bytes, m->bytes_in_use);
+    EXPECT(m->transfer_takes <= m->transfer_puts, "rp_malloc_stats: %llu batches taken, only %llu put",
+           (unsigned long long)m->transfer_takes, (unsigned long long)m->transfer_puts);
+    EXPECT(m->refills >= last.refills && m->flushes >= last.flushes && m->foreign_frees >= last.foreign_frees &&
+               m->transfer_puts >= last.transfer_puts && m->transfer_takes >= last.transfer_takes,
+           "rp_malloc_stats: a cumulative counter went down");
+    last = *m;
+}
+
+/* ---- the text ---------------------------------------------------------------------------- */
+
+void stats_text_write(void *arg, const char *chunk)
+{
+    stats_text *t = arg;
+    size_t len = strlen(chunk);
+    EXPECT(t->n + len < sizeof t->s, "the statistics text is longer than %zu bytes", sizeof t->s);
+    memcpy(t->s + t->n, chunk, len + 1);
+    t->n += len;
+}
+
+static const char *text_from; /* the call being checked, for messages */
+static int text_line;
+
+__attribute__((noreturn, format(printf, 1, 2))) static void text_fail(const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    expect_fail("%s, line %d of its text: %s", text_from, text_line, msg);
+}
+
+#define TEXT_EXPECT(cond, ...)                                                                 \
+    do {                                                                                       \
+        if (!(cond))                                                                           \
+            text_fail(__VA_ARGS__);                                                            \
+    } while (0)
+
+static int between(unsigned long long v, unsigned long long a, unsigned long long b)
+{
+    return a <= b ? a <= v && v <= b : b <= v && v <= a;
+}
+
+/* A size printed as "123" (bytes) or "12.3K" (powers of 1024, truncated to tenths): it must
+ * be consistent with some value between a and b. */
+static void expect_human(const char *s, size_t a, size_t b, const char *what)
+{
+    static const char units[] = "BKMGTP";
+    unsigned long long whole, tenths;
+    char unit, rest;
+    int n = sscanf(s, "%llu.%llu%c%c", &whole, &tenths, &unit, &rest);
+    size_t lo = a < b ? a : b, hi = a < b ? b : a;
+    if (n == 1) {
+        TEXT_EXPECT(strspn(s, "0123456789") == strlen(s) && whole < 1024 && between(whole, lo, hi),
+                    "%s printed as '%s', expected %zu..%zu bytes", what, s, lo, hi);
+        return;
+    }
+    const char *u = n == 3 ? strchr(units + 1, unit) : NULL;
+    TEXT_EXPECT(u && tenths < 10 && whole >= 1 && (whole < 1024 || unit == 'P'), "%s: '%s' is not a size", what, s);
+    unsigned long long scale = 1ull << (10 * (u - units));
+    unsigned long long plo = whole * scale + tenths * scale / 10;
+    unsigned long long phi = whole * scale + (tenths + 1) * scale / 10 + scale / 1024;
+    TEXT_EXPECT(plo <= hi && lo < phi, "%s printed as '%s' (%llu..%llu), expected %zu..%zu bytes", what, s, plo, phi,
+                lo, hi);
+}
+
+/* One heap row: name, in use, blocks, free, os now, os peak, allocs, frees. */
+typedef struct row {
+    char name[40], in_use[24], free[24], os_now[24], os_peak[24];
+    unsigned long long blocks, allocs, frees;
+} row;
+
+static int parse_row(const char *line, row *r)
+{
+    int end = 0;
+    int n = sscanf(line, "  %39s %23s %llu %23s %23s %23s %llu %llu%n", r->name, r->in_use, &r->blocks, r->free,
+                   r->os_now, r->os_peak, &r->allocs, &r->frees, &end);
+    return n == 8 && line[end] == '\0';
+}
+
+/* An arena's row against its counters in the two snapshots. */
+static void check_arena_row(const row *r, const rp_heap_stats_t *a, const rp_heap_stats_t *b)
+{
+    expect_human(r->in_use, a->bytes_in_use, b->bytes_in_use, "bytes in use");
+    expect_human(r->free, a->bytes_free, b->bytes_free, "free bytes");
+    expect_human(r->os_now, a->os_bytes, b->os_bytes, "OS bytes");
+    expect_human(r->os_peak, a->os_bytes_peak, b->os_bytes_peak, "OS peak");
+    TEXT_EXPECT(between(r->blocks, a->blocks_in_use, b->blocks_in_use) && between(r->allocs, a->alloc_calls, b->alloc_calls) &&
+                    between(r->frees, a->free_calls, b->free_calls),
+                "%s: %llu blocks, %llu allocations, %llu frees; its counters say %zu, %llu, %llu", r->name, r->blocks,
+                r->allocs, r->frees, b->blocks_in_use, (unsigned long long)b->alloc_calls,
+                (unsigned long long)b->free_calls);
+}
+
+void stats_text_check(const char *text, const stats_snapshot *before, const stats_snapshot *after, const char *from)
+{
+    const rp_malloc_stats_t *m0 = &before->ms, *m1 = &after->ms;
+    static char buf[sizeof ((stats_text *)0)->s];
+    snprintf(buf, sizeof buf, "%s", text);
+    text_from = from;
+    text_line = 0;
+    char *save = NULL, *line = strtok_r(buf, "\n", &save);
+    char flavour[16];
+    int pid = 0;
+    text_line++;
+    TEXT_EXPECT(line && sscanf(line, "rampart %15[^:]: malloc statistics (pid %d)", flavour, &pid) == 2 &&
+                    strcmp(flavour, rp_flavour()) == 0 && pid == (int)getpid(),
+                "the title is '%s'", line ? line : "(none)");
+    line = strtok_r(NULL, "\n", &save);
+    text_line++;
+    TEXT_EXPECT(line && strncmp(line, "  heap ", 7) == 0, "no column header: '%s'", line ? line : "(none)");
+    int seen[RP_MAX_ARENAS] = {0};
+    unsigned long long blocks = 0, allocs = 0, frees = 0;
+    row r;
+    for (;;) {
+        line = strtok_r(NULL, "\n", &save);
+        text_line++;
+        TEXT_EXPECT(line, "the text ends before the total row");
+        if (strncmp(line, "  (", 3) == 0) {
+            size_t more;
+            TEXT_EXPECT(sscanf(line, "  (%zu more heaps not shown", &more) == 1 && more > 0, "'%s'", line);
+            continue;
+        }
+        TEXT_EXPECT(parse_row(line, &r), "not a heap row: '%s'", line);
+        if (strcmp(r.name, "total") == 0)
+            break;
+        blocks += r.blocks;
+        allocs += r.allocs;
+        frees += r.frees;
+        unsigned i;
+        char tail;
+        if (sscanf(r.name, "malloc-%u%c", &i, &tail) == 1 && i < RP_MAX_ARENAS && before->has[i]) {
+            TEXT_EXPECT(!seen[i], "arena %u has two rows", i);
+            seen[i] = 1;
+            check_arena_row(&r, &before->arena[i], &after->arena[i]);
+        }
+    }
+    TEXT_EXPECT(r.blocks == blocks && r.allocs == allocs && r.frees == frees,
+                "the total row says %llu blocks, %llu allocations, %llu frees; the rows add up to %llu, %llu, %llu",
+                r.blocks, r.allocs, r.frees, blocks, allocs, frees);
+    for (unsigned i = 0; i < RP_MAX_ARENAS; i++)
+        TEXT_EXPECT(!before->has[i] || seen[i], "arena malloc-%u has no row", i);
+
+    size_t caches;
+    char cap[24], held[24];
+    line = strtok_r(NULL, "\n", &save);
+    text_line++;
+    TEXT_EXPECT(line && sscanf(line, "  thread caches: %zu live, cap %23s each; holding %23s (counted in use above)",
+                               &caches, cap, held) == 3,
+                "not the thread-cache line: '%s'", line ? line : "(none)");
+    TEXT_EXPECT(between(caches, m0->thread_caches, m1->thread_caches), "%zu thread caches, expected %zu", caches,
+                m1->thread_caches);
+    expect_human(cap, m0->cache_bytes_limit, m1->cache_bytes_limit, "the cache cap");
+    expect_human(held, m0->cached_bytes, m1->cached_bytes, "bytes cached");
+
+    unsigned long long refills, flushes, foreign;
+    size_t arenas;
+    unsigned of;
+    char mapped[24];
+    line = strtok_r(NULL, "\n", &save);
+    text_line++;
+    TEXT_EXPECT(line && sscanf(line, "  cache refills %llu, flushes %llu; arenas %zu of %u; foreign frees ignored %llu; %23s mapped by rampart",
+                               &refills, &flushes, &arenas, &of, &foreign, mapped) == 6,
+                "not the counters line: '%s'", line ? line : "(none)");
+    TEXT_EXPECT(strcmp(mapped, r.os_now) == 0, "%s mapped, but the total row says %s", mapped, r.os_now);
+    TEXT_EXPECT(between(refills, m0->refills, m1->refills) && between(flushes, m0->flushes, m1->flushes) &&
+                    between(foreign, m0->foreign_frees, m1->foreign_frees) && arenas == m1->arenas &&
+                    of == rp_arena_count(),
+                "refills %llu, flushes %llu, arenas %zu of %u, foreign frees %llu; rp_malloc_stats says %llu, %llu, %zu "
+                "of %u, %llu",
+                refills, flushes, arenas, of, foreign, (unsigned long long)m1->refills,
+                (unsigned long long)m1->flushes, m1->arenas, rp_arena_count(), (unsigned long long)m1->foreign_frees);
+
+    unsigned long long puts, takes;
+    line = strtok_r(NULL, "\n", &save);
+    text_line++;
+    TEXT_EXPECT(line && sscanf(line, "  transfer caches: holding %23s (counted in use above); batches in %llu, out %llu",
+                               held, &puts, &takes) == 3,
+                "not the transfer-cache line: '%s'", line ? line : "(none)");
+    expect_human(held, m0->transfer_bytes, m1->transfer_bytes, "bytes in transfer caches");
+    TEXT_EXPECT(between(puts, m0->transfer_puts, m1->transfer_puts) &&
+                    between(takes, m0->transfer_takes, m1->transfer_takes),
+                "%llu batches in and %llu out; rp_malloc_stats says %llu and %llu", puts, takes,
+                (unsigned long long)m1->transfer_puts, (unsigned long long)m1->transfer_takes);
+    line = strtok_r(NULL, "\n", &save);
+    text_line++;
+    TEXT_EXPECT(!line, "more text after the transfer-cache line: '%s'", line);
+    TEXT_EXPECT(text[strlen(text) - 1] == '\n', "the text does not end with a newline");
+}
