@@ -667,8 +667,8 @@ static void do_glibc(uint8_t pad)
     rp_malloc_stats_t st;
     rp_malloc_stats(&st);
     EXPECT(st.transfer_bytes == 0, "malloc_trim left %zu bytes in the transfer caches", st.transfer_bytes);
-    EXPECT(!rp_tc_self || rp_tc_self->bytes == 0, "malloc_trim left %zu bytes in this thread's cache",
-           rp_tc_self->bytes);
+    EXPECT(!rp_tc_self || (size_t)rp_tc_self->room == rp_tc_self->cap, "malloc_trim left %zu bytes in this thread's cache",
+           rp_tc_self->cap - (size_t)rp_tc_self->room);
     expect_malloc_check(" after malloc_trim");
 }
 
@@ -676,7 +676,8 @@ static void do_glibc(uint8_t pad)
 static void do_flush(void)
 {
     rp_malloc_thread_flush();
-    EXPECT(!rp_tc_self || rp_tc_self->bytes == 0, "rp_malloc_thread_flush left %zu bytes cached", rp_tc_self->bytes);
+    EXPECT(!rp_tc_self || (size_t)rp_tc_self->room == rp_tc_self->cap, "rp_malloc_thread_flush left %zu bytes cached",
+           rp_tc_self->cap - (size_t)rp_tc_self->room);
 }
 
 /* The thread-cache bin a live span block p of the drop-in files it in when freed, or NULL
@@ -1111,8 +1112,8 @@ static void do_damage(uint8_t kind, uint8_t x)
         case 3: POKE(bin->count, bin->count + 1); expect_named("T2:", "a bin's count one too high"); break;
         case 4: POKE(bin->count, bin->count - 1); expect_named("T2:", "a bin's count one too low"); break;
         case 5: POKE(bin->count, bin->limit + 1); expect_named("T2:", "a bin above its limit"); break;
-        case 6: POKE(tc->bytes, tc->bytes + 16); expect_named("T3:", "the cache's bytes miscounted"); break;
-        default: POKE(tc->cap, tc->bytes - 1); expect_named("T3:", "the cache above its cap"); break;
+        case 6: POKE(tc->room, tc->room - 16); expect_named("T3:", "the cache's bytes miscounted"); break;
+        default: POKE(tc->room, -1); expect_named("T3:", "the cache above its cap"); break;
         }
         return;
     }
