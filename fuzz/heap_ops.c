@@ -6,7 +6,8 @@
  * OP_* list; fuzz/seeds.py writes the seed corpus in this format and documents it):
  *   shape[0]  bits 0-3 max_bytes = (v+1) * 512 KiB, bits 4-6 region_bytes = 16 KiB << v,
  *             bit 7 RP_HEAP_NO_OS (memory only from ADD_REGION)
- *   shape[1]  bits 0-2 large_threshold = 4 KiB << v, bits 3-5 retain_bytes = 32 KiB << v
+ *   shape[1]  bits 0-2 large_threshold = 4 KiB << v, bits 3-5 retain_bytes = 32 KiB << v,
+ *             bit 6 RP_HEAP_HUGE_PAGES (regions of 2 MiB and more are advised)
  * The heap is small and capped, so out-of-memory paths, region growth, retention and release
  * to the OS are all reached within a few operations. A second, plain heap receives blocks
  * moved by cross-heap realloc.
@@ -273,7 +274,7 @@ static void default_report_continues(void)
 static void do_edges(void)
 {
     static const rp_heap_config bad[] = {
-        {.large_threshold = 4095}, {.large_threshold = ((size_t)256 << 20) + 1}, {.flags = 2},
+        {.large_threshold = 4095}, {.large_threshold = ((size_t)256 << 20) + 1}, {.flags = RP_HEAP_HUGE_PAGES << 1},
         {.region_bytes = (size_t)1 << 40},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -334,7 +335,7 @@ static void run(fuzz_input *in)
     m->cfg.name = "fuzz";
     m->cfg.max_bytes = (size_t)((shape0 & 15) + 1) << 19;
     m->cfg.region_bytes = (size_t)16 << (10 + ((shape0 >> 4) & 7));
-    m->cfg.flags = (shape0 & 0x80) ? RP_HEAP_NO_OS : 0;
+    m->cfg.flags = ((shape0 & 0x80) ? RP_HEAP_NO_OS : 0) | ((shape1 & 0x40) ? RP_HEAP_HUGE_PAGES : 0);
     m->cfg.large_threshold = (size_t)4096 << (shape1 & 7);
     m->cfg.retain_bytes = (size_t)32 << (10 + ((shape1 >> 3) & 7));
     m->h = rp_heap_create(&m->cfg);

@@ -54,6 +54,7 @@ typedef struct ref_key {
 static const ref_key ref_keys[] = {
     {"cache_bytes", R_SIZE, OFF(cache_bytes), 1ull << 32},
     {"retain_bytes", R_SIZE, OFF(retain_bytes), 1ull << 46},
+    {"huge_pages", R_BOOL, OFF(huge_pages), 1},
     {"stats", R_BOOL, OFF(stats), 1},
     {"poison", R_BOOL, OFF(poison), 1},
     {"alloc_fill", R_BYTE, OFF(alloc_fill), 255},
@@ -251,7 +252,7 @@ static void check_path(const char *text, const char *path, const char *name)
 
 static void check_ranges(const char *text, const rp_options *o)
 {
-    if ((unsigned)o->stats > 1 || (unsigned)o->poison > 1 || (unsigned)o->leak_report > 1 ||
+    if ((unsigned)o->stats > 1 || (unsigned)o->huge_pages > 1 || (unsigned)o->poison > 1 || (unsigned)o->leak_report > 1 ||
         (unsigned)o->dump_at_exit > 1 || (unsigned)o->abort_on_error > 1)
         fuzz_fail(text, "a boolean option is neither 0 nor 1");
     if (o->alloc_fill > 255 || o->free_fill > 255 || o->backtrace_depth > 64 || o->dump_signal < 0 ||
@@ -286,10 +287,10 @@ static int same_options(rp_options *a, rp_options *b)
 static void format_options(const rp_options *o, char *buf, size_t cap)
 {
     snprintf(buf, cap,
-             "cache_bytes=%zu:retain_bytes=%zu:stats=%d:poison=%d:alloc_fill=%u:free_fill=%u:"
+             "cache_bytes=%zu:retain_bytes=%zu:huge_pages=%d:stats=%d:poison=%d:alloc_fill=%u:free_fill=%u:"
              "quarantine_bytes=%zu:backtrace_depth=%u:check_interval=%lu:on_error=%s:leak_report=%d:"
              "report_path=%s:dump_signal=%d:dump_at_exit=%d:dump_path=%s",
-             o->cache_bytes, o->retain_bytes, o->stats, o->poison, o->alloc_fill, o->free_fill, o->quarantine_bytes,
+             o->cache_bytes, o->retain_bytes, o->huge_pages, o->stats, o->poison, o->alloc_fill, o->free_fill, o->quarantine_bytes,
              o->backtrace_depth, o->check_interval, o->abort_on_error ? "abort" : "continue", o->leak_report,
              o->report_path, o->dump_signal, o->dump_at_exit, o->dump_path);
 }

@@ -12,7 +12,8 @@ are named by their SHA-1 and merged in by tools/fuzz.sh).
 heap_ops input format (fuzz/heap_ops.c is the authority):
     shape0: bits 0-3 max_bytes = (v+1) * 512 KiB, bits 4-6 region_bytes = 16 KiB << v,
             bit 7 RP_HEAP_NO_OS
-    shape1: bits 0-2 large_threshold = 4 KiB << v, bits 3-5 retain_bytes = 32 KiB << v
+    shape1: bits 0-2 large_threshold = 4 KiB << v, bits 3-5 retain_bytes = 32 KiB << v,
+            bit 6 RP_HEAP_HUGE_PAGES
     then operations: an opcode byte (its low four bits; 15 does nothing yet) and its
     arguments, little-endian: 13 batch flags slot count size align (flags bit 0: free rather
     than allocate; bits 1-3: the free's stride - 1, 7 for -1; bits 4-5: one bad pointer, 1 twice in the
@@ -135,11 +136,12 @@ def u16(x):
     return bytes([x & 0xff, x >> 8 & 0xff])
 
 
-def shape(max_half_mib=16, region_log=4, no_os=False, large_log=4, retain_log=2):
+def shape(max_half_mib=16, region_log=4, no_os=False, large_log=4, retain_log=2, huge_pages=False):
     """max_bytes = max_half_mib * 512 KiB; region = 16 KiB << region_log; threshold = 4 KiB <<
-    large_log (4 = 64 KiB, the default); retain = 32 KiB << retain_log."""
+    large_log (4 = 64 KiB, the default); retain = 32 KiB << retain_log; huge_pages sets
+    RP_HEAP_HUGE_PAGES."""
     return bytes([(max_half_mib - 1) | region_log << 4 | (0x80 if no_os else 0),
-                  large_log | retain_log << 3])
+                  large_log | retain_log << 3 | (0x40 if huge_pages else 0)])
 
 
 def alloc(slot, size, align=0, second=False):
@@ -266,6 +268,10 @@ def heap_ops_seeds():
     s["seed-calloc"] = (shape(8) + calloc(0, 10, 100) + calloc(1, 3, 65536) + calloc(2, 0, 100) +
                         calloc(3, 0xf7, 1 << 32) + calloc(4, 0xf9, 16) + calloc(5, 2, 4096, 4096) +
                         calloc(6, 7, 24, 3) + check())
+    # Transparent huge pages: 2 MiB regions advised, then grown into, released and trimmed.
+    s["seed-huge-pages"] = (shape(16, region_log=7, retain_log=0, huge_pages=True) + alloc_run(0, 200, 100, 64) +
+                            alloc_run(200, 20, 100032) + check() + free_run(200, 20) + free_run(0, 200, 2) +
+                            trim(0) + check())
     # Retention and trimming: free page memory beyond retain_bytes goes back to the OS.
     s["seed-retain-trim"] = (shape(16, region_log=2, retain_log=0) + alloc_run(0, 30, 200000) + free_run(0, 30) +
                              check() + alloc_run(0, 10, 65536) + free_run(0, 10) + trim(0) + trim(2) + check())

@@ -65,6 +65,10 @@ static rp_heap *arena_create_locked(unsigned i)
     rp_heap_config cfg = {0};
     cfg.name = name;
     cfg.retain_bytes = rp_options_get()->retain_bytes;
+    /* Most of what a program allocates is small blocks carved from fresh spans: one fault per
+     * 2 MiB instead of one per 4 KiB. */
+    if (rp_options_get()->huge_pages)
+        cfg.flags |= RP_HEAP_HUGE_PAGES;
     h = rp_heap_create(&cfg);
     if (!h)
         return NULL;

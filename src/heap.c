@@ -91,6 +91,10 @@ static int heap_grow(rp_heap *h, size_t npages, unsigned align_order)
     rp_region *r = rp_region_map(area);
     if (!r)
         return -1;
+    /* The area is aligned to its own size (a power of two), so one of at least 2 MiB is made
+     * of whole huge pages. */
+    if ((h->flags & RP_HEAP_HUGE_PAGES) && (area << RP_PAGE_SHIFT) >= RP_HUGE_PAGE_BYTES)
+        rp_os_advise_huge_pages((void *)r->base, area << RP_PAGE_SHIFT);
     /* If the OS refused to trim the alignment slack, the mapping is larger than planned:
      * it must still fit under the cap. */
     if (h->max_bytes && h->os_bytes + r->map_len > h->max_bytes) {
@@ -214,7 +218,7 @@ static int config_valid(const rp_heap_config *c)
         return 0;
     if (c->region_bytes && c->region_bytes > RP_MAX_REGION * 64)
         return 0;
-    if (c->flags & ~(unsigned)RP_HEAP_NO_OS)
+    if (c->flags & ~(unsigned)(RP_HEAP_NO_OS | RP_HEAP_HUGE_PAGES))
         return 0;
     return 1;
 }

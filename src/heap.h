@@ -18,6 +18,7 @@
 #define RP_DEFAULT_RETAIN ((size_t)32 << 20)
 #define RP_DEFAULT_REGION ((size_t)4 << 20)
 #define RP_MAX_REGION ((size_t)256 << 20)  /* regions grow geometrically up to this */
+#define RP_HUGE_PAGE_BYTES ((size_t)2 << 20) /* a transparent huge page on x86-64 and arm64 (4 KiB base pages) */
 #define RP_SPAN_BYTES ((size_t)1 << 20)    /* preferred span size */
 #define RP_MAX_SPAN_BYTES ((size_t)1 << 30)
 #define RP_MAX_REQUEST ((size_t)1 << 43)   /* larger requests fail with ENOMEM */

@@ -70,6 +70,17 @@ int rp_os_decommit(void *p, size_t len)
     return madvise(p, len, MADV_DONTNEED);
 }
 
+void rp_os_advise_huge_pages(void *p, size_t len)
+{
+#ifdef MADV_HUGEPAGE
+    if (len)
+        (void)madvise(p, len, MADV_HUGEPAGE);
+#else
+    (void)p;
+    (void)len;
+#endif
+}
+
 void *rp_os_map_aligned(size_t len, size_t align, size_t offset, void **map_base, size_t *map_len)
 {
     if (align <= RP_OS_PAGE) {

@@ -28,6 +28,12 @@ int rp_os_unmap(void *p, size_t len);
  * read back as zeros and stop counting towards RSS. Returns 0 or -1. */
 int rp_os_decommit(void *p, size_t len);
 
+/* Asks for transparent huge pages on [p, p+len) (MADV_HUGEPAGE): a first touch then maps a
+ * whole 2 MiB page instead of faulting 4 KiB at a time. Advisory: a kernel without THP, or
+ * one that refuses, leaves ordinary pages, so it returns nothing, is not subject to fault
+ * injection and is not counted in rp_os_calls (which tests use to aim failures). */
+void rp_os_advise_huge_pages(void *p, size_t len);
+
 /* Scratch memory for diagnostics (the checker's tables): not subject to fault injection and
  * not counted in rp_os_mapped_bytes, so checking a heap never changes what tests measure. */
 void *rp_os_scratch_map(size_t len);

@@ -37,6 +37,14 @@ enum {
     /* Never map memory from the OS: the heap lives only in regions given to
      * rp_heap_add_region (hugepages, shared memory, a static buffer). */
     RP_HEAP_NO_OS = 1u << 0,
+    /* Ask the OS for transparent huge pages (madvise MADV_HUGEPAGE) on the page area of every
+     * region mapped from the OS that holds at least one 2 MiB page: the first touch of each
+     * 2 MiB then costs one fault instead of 512, which dominates the cost of carving fresh
+     * small blocks (their headers are written into fresh memory). The price is resident
+     * memory in 2 MiB steps, and khugepaged may collapse partly decommitted ranges again;
+     * leave it off for heaps that must stay small. Caller regions are never advised. The
+     * malloc drop-in sets it unless RAMPART_OPTIONS has huge_pages=0. */
+    RP_HEAP_HUGE_PAGES = 1u << 1,
 };
 
 /* Heap settings. Every field left 0 (or NULL) takes its default, so

@@ -1,0 +1,151 @@
+/* Transparent huge pages: RP_HEAP_HUGE_PAGES advises exactly the page areas of OS regions that
+ * hold whole 2 MiB pages, and nothing else (heaps without the flag, small regions, caller
+ * memory). What the kernel recorded is read back from /proc/self/smaps: a mapping advised
+ * with MADV_HUGEPAGE carries "hg" among its VmFlags.
+ *
+ * The same binary checks the malloc drop-in (linked in statically): its heaps are advised by
+ * default, and not with RAMPART_OPTIONS=huge_pages=0; the argument "--malloc-on" or
+ * "--malloc-off" says which the BUILD target set up. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "src/rampart.h"
+#include "testing.h"
+
+/* 1 if the mapping holding addr has the VmFlag `flag`, 0 if not, -1 if no mapping holds it or
+ * smaps cannot be read. */
+static int vma_has_flag(const void *addr, const char *flag)
+{
+    FILE *f = fopen("/proc/self/smaps", "r");
+    if (!f)
+        return -1;
+    char line[512];
+    int inside = 0, result = -1;
+    uintptr_t a = (uintptr_t)addr;
+    while (fgets(line, sizeof line, f)) {
+        unsigned long lo, hi;
+        char dash;
+        /* A mapping's first line: "lo-hi perms offset dev inode path". */
+        if (sscanf(line, "%lx%c%lx ", &lo, &dash, &hi) == 3 && dash == '-') {
+            inside = a >= lo && a < hi;
+            continue;
+        }
+        if (inside && strncmp(line, "VmFlags:", 8) == 0) {
+            result = 0;
+            for (char *tok = strtok(line + 8, " \n"); tok; tok = strtok(NULL, " \n"))
+                if (strcmp(tok, flag) == 0)
+                    result = 1;
+            break;
+        }
+    }
+    fclose(f);
+    return result;
+}
+
+/* Does this kernel take MADV_HUGEPAGE at all (CONFIG_TRANSPARENT_HUGEPAGE)? Asked on scratch
+ * memory, so an answer of no is the kernel's, not rampart's. */
+static int kernel_takes_advice(void)
+{
+    size_t len = (size_t)4 << 20;
+    void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return 0;
+    int ok = madvise(p, len, MADV_HUGEPAGE) == 0 && vma_has_flag(p, "hg") == 1;
+    munmap(p, len);
+    return ok;
+}
+
+static void heap_flag_cases(void)
+{
+    /* Advised: the default first region (4 MiB) of a heap with the flag, for small blocks and
+     * page-tier blocks alike. */
+    rp_heap_config cfg = {0};
+    cfg.name = "huge";
+    cfg.flags = RP_HEAP_HUGE_PAGES;
+    rp_heap *h = rp_heap_create(&cfg);
+    REQUIRE(h);
+    void *small = rp_alloc(h, 100, 64);
+    void *large = rp_alloc(h, (size_t)256 << 10, 0);
+    REQUIRE(small && large);
+    CHECK(vma_has_flag(small, "hg") == 1);
+    CHECK(vma_has_flag(large, "hg") == 1);
+    /* A region mapped later (the heap grows) is advised too. */
+    void *big = rp_alloc(h, (size_t)24 << 20, 0);
+    REQUIRE(big);
+    CHECK(vma_has_flag(big, "hg") == 1);
+    /* Decommitting pages of an advised area (trim) keeps the heap consistent. */
+    rp_free(large);
+    rp_free(big);
+    rp_heap_trim(h, 0);
+    CHECK_HEAP(h);
+    rp_free(small);
+    rp_heap_destroy(h);
+
+    /* Not advised: the same heap without the flag. */
+    rp_heap *plain = rp_heap_create(NULL);
+    REQUIRE(plain);
+    void *q = rp_alloc(plain, 100, 64);
+    REQUIRE(q);
+    CHECK(vma_has_flag(q, "hg") == 0);
+    rp_free(q);
+    rp_heap_destroy(plain);
+
+    /* Not advised: a first region smaller than one huge page (1 MiB). */
+    rp_heap_config tiny = {0};
+    tiny.flags = RP_HEAP_HUGE_PAGES;
+    tiny.region_bytes = (size_t)1 << 20;
+    rp_heap *t = rp_heap_create(&tiny);
+    REQUIRE(t);
+    void *r = rp_alloc(t, 100, 0);
+    REQUIRE(r);
+    CHECK(vma_has_flag(r, "hg") == 0);
+    rp_free(r);
+    rp_heap_destroy(t);
+
+    /* Not advised: caller memory, whatever the flag (it may be hugetlbfs or shared memory
+     * whose owner decides). */
+    size_t len = (size_t)8 << 20;
+    void *mem = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    REQUIRE(mem != MAP_FAILED);
+    rp_heap_config own = {0};
+    own.flags = RP_HEAP_HUGE_PAGES | RP_HEAP_NO_OS;
+    rp_heap *c = rp_heap_create(&own);
+    REQUIRE(c);
+    REQUIRE(rp_heap_add_region(c, mem, len) == 0);
+    void *in = rp_alloc(c, 100, 0);
+    REQUIRE(in && (char *)in >= (char *)mem && (char *)in < (char *)mem + len);
+    CHECK(vma_has_flag(in, "hg") == 0);
+    rp_free(in);
+    rp_heap_destroy(c);
+    munmap(mem, len);
+
+    /* An unknown flag bit is still refused. */
+    rp_heap_config bad = {0};
+    bad.flags = RP_HEAP_HUGE_PAGES << 1;
+    errno = 0;
+    CHECK(rp_heap_create(&bad) == NULL && errno == EINVAL);
+}
+
+int main(int argc, char **argv)
+{
+    if (!kernel_takes_advice()) {
+        printf("SKIP: this kernel does not take MADV_HUGEPAGE (no transparent huge pages)\n");
+        return 0;
+    }
+    heap_flag_cases();
+    if (argc > 1) {
+        int expect = strcmp(argv[1], "--malloc-on") == 0 ? 1 : strcmp(argv[1], "--malloc-off") == 0 ? 0 : -1;
+        REQUIRE(expect >= 0);
+        void *p = malloc(100);
+        REQUIRE(p);
+        CHECKF(vma_has_flag(p, "hg") == expect, "malloc heap advised: %d, expected %d (RAMPART_OPTIONS=%s)",
+               vma_has_flag(p, "hg"), expect, getenv("RAMPART_OPTIONS") ? getenv("RAMPART_OPTIONS") : "");
+        free(p);
+    }
+    TEST_MAIN_END();
+}
