@@ -63,6 +63,8 @@ size_t rp_free_index_largest(const rp_free_index *ix);
 
 /* The hot operations are inline: they run on every allocation and free.
  *   rp_free_index_insert: files b at the head of its class (LIFO).
+ *   rp_free_index_listed: 1 if b's links are consistent (I4: both list neighbours, or the
+ *                         class head, point back at b), so that removing it would succeed.
  *   rp_free_index_remove: unlinks b; -1 if its links are inconsistent (nothing changed).
  *   rp_free_index_find:   head of the first non-empty class whose every block has at least
  *                         `size` bytes, or NULL. */
@@ -85,15 +87,25 @@ static inline void rp_free_index_insert(rp_free_index *ix, rp_block *b)
 }
 
 RP_NO_SANITIZE_ADDRESS
-static inline int rp_free_index_remove(rp_free_index *ix, rp_block *b)
+static inline int rp_free_index_listed(const rp_free_index *ix, rp_block *b)
 {
     unsigned fl, sl;
     rp_class_of(b->size, &fl, &sl);
     rp_block *next = rp_links(b)->next;
     rp_block *prev = rp_links(b)->prev;
+    return !(next && rp_links(next)->prev != b) && (prev ? rp_links(prev)->next == b : ix->heads[fl][sl] == b);
+}
+
+RP_NO_SANITIZE_ADDRESS
+static inline int rp_free_index_remove(rp_free_index *ix, rp_block *b)
+{
     /* Cheap hardening: both neighbours must point back at b (I4). */
-    if ((next && rp_links(next)->prev != b) || (prev ? rp_links(prev)->next != b : ix->heads[fl][sl] != b))
+    if (!rp_free_index_listed(ix, b))
         return -1;
+    unsigned fl, sl;
+    rp_class_of(b->size, &fl, &sl);
+    rp_block *next = rp_links(b)->next;
+    rp_block *prev = rp_links(b)->prev;
     if (next)
         rp_links(next)->prev = prev;
     if (prev) {

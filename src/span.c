@@ -342,16 +342,24 @@ static void span_emptied(rp_heap *h, rp_block *b)
     span_destroy(h, b);
 }
 
+/* Can the free neighbour n of b be taken off the index for a merge? 1, or 0 with a fault
+ * (nothing changed). */
+static int neighbour_listed(rp_heap *h, rp_block *b, rp_block *n, rp_fault *f)
+{
+    if (RP_LIKELY(rp_free_index_listed(&h->index, n)))
+        return 1;
+    if (!rp_span_refuse_leftover(h, b, f))
+        rp_fault_set(f, RP_ERR_CORRUPT_FREE_LIST, h, n, NULL, 0,
+                     "free-list links of free block %p are inconsistent (written after free?)", (void *)n);
+    return 0;
+}
+
 /* Takes the free neighbour n of b off the index before a merge. 0, or -1 with a fault. */
 static int unfile_neighbour(rp_heap *h, rp_block *b, rp_block *n, rp_fault *f)
 {
-    if (rp_free_index_remove(&h->index, n) != 0) {
-        if (rp_span_refuse_leftover(h, b, f))
-            return -1;
-        rp_fault_set(f, RP_ERR_CORRUPT_FREE_LIST, h, n, NULL, 0,
-                     "free-list links of free block %p are inconsistent (written after free?)", (void *)n);
+    if (!neighbour_listed(h, b, n, f))
         return -1;
-    }
+    (void)rp_free_index_remove(&h->index, n);
     if (n == h->spare_span)
         h->spare_span = NULL;
     return 0;
@@ -382,13 +390,15 @@ void rp_span_release_run(rp_heap *h, rp_block *b, size_t count, size_t total, rp
         return;
     }
     int merge_next = (next->bits & RP_HDR_FREE) != 0;
-    if (merge_next && unfile_neighbour(h, b, next, f) != 0)
+    /* Both neighbours' links are checked before either is unlinked: a refused free changes
+     * nothing (unlinking one and filing it again would move it in its list, which a
+     * corrupted neighbour may still point into). */
+    if ((merge_next && !neighbour_listed(h, b, next, f)) || (prev && !neighbour_listed(h, b, prev, f)))
         return;
-    if (prev && unfile_neighbour(h, b, prev, f) != 0) {
-        if (merge_next)
-            rp_free_index_insert(&h->index, next);
-        return;
-    }
+    if (merge_next)
+        (void)unfile_neighbour(h, b, next, f);
+    if (prev)
+        (void)unfile_neighbour(h, b, prev, f);
 
     h->blocks_in_use -= count;
     h->bytes_in_use -= size;
