@@ -19,7 +19,13 @@
  *     other damage. (fuzz/regressions/heap_ops_debug/walk-damaged-large-head)
  *  4. An allocation took a free block whose free-list links had been overwritten (a write
  *     after free): unlinking it failed, the failure was ignored and the block was handed out
- *     while still listed as free. It must be refused with a corrupted-free-list report. */
+ *     while still listed as free. It must be refused with a corrupted-free-list report.
+ *  5. A free between two free blocks whose previous neighbour's links were damaged took the
+ *     next neighbour off its list first, then found the damage and filed the next neighbour
+ *     again at the head of its list: the refused free changed the list (writing into the
+ *     damaged block's links), so repairing the damage left the list inconsistent. Both
+ *     neighbours are checked before either is unlinked.
+ *     (fuzz/regressions/heap_ops/refused-free-moved-the-other-neighbour) */
 #include <errno.h>
 #include <stdint.h>
 
@@ -246,6 +252,32 @@ static void test_uaf_links_refused(void)
     rp_heap_destroy(h);
 }
 
+static void test_refused_free_changes_nothing(void)
+{
+    rp_heap *h = rp_heap_create(NULL);
+    REQUIRE(h);
+    char *p[6];
+    for (int i = 0; i < 6; i++)
+        REQUIRE((p[i] = rp_alloc(h, 100, 0)) != NULL);
+    rp_free(p[3]);
+    rp_free(p[1]); /* one class, list p[1] -> p[3]; p[2] lies between them */
+    char *a = p[1] - 16, *saved_prev;
+    memcpy(&saved_prev, p[1] + 8, sizeof saved_prev);
+    CHECK(saved_prev == NULL); /* the list head */
+    memcpy(p[1] + 8, &a, sizeof a); /* write after free: the head's prev link points at itself */
+    rp_free(p[2]);
+    CHECK(reported(RP_ERR_CORRUPT_FREE_LIST, a));
+    memcpy(p[1] + 8, &saved_prev, sizeof saved_prev);
+    CHECK_HEAP(h);
+    /* Nothing moved: p[2] is still allocated, and freeing it now merges all three. */
+    CHECK(rp_usable_size(p[2]) >= 100);
+    rp_free(p[2]);
+    CHECK(seen.count == 0);
+    CHECK_HEAP(h);
+    CHECK(rp_alloc(h, 300, 0) == p[1]);
+    rp_heap_destroy(h);
+}
+
 int main(void)
 {
     rp_set_report_fn(capture, NULL, NULL);
@@ -256,5 +288,6 @@ int main(void)
     test_cap_kept_when_trim_fails();
     test_walk_stops_at_damaged_large_head();
     test_uaf_links_refused();
+    test_refused_free_changes_nothing();
     TEST_MAIN_END();
 }
