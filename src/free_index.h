@@ -65,6 +65,7 @@ size_t rp_free_index_largest(const rp_free_index *ix);
  *   rp_free_index_insert: files b at the head of its class (LIFO).
  *   rp_free_index_listed: 1 if b's links are consistent (I4: both list neighbours, or the
  *                         class head, point back at b), so that removing it would succeed.
+ *   rp_free_index_unlink: unlinks b, whose links rp_free_index_listed has found consistent.
  *   rp_free_index_remove: unlinks b; -1 if its links are inconsistent (nothing changed).
  *   rp_free_index_find:   head of the first non-empty class whose every block has at least
  *                         `size` bytes, or NULL. */
@@ -97,11 +98,8 @@ static inline int rp_free_index_listed(const rp_free_index *ix, rp_block *b)
 }
 
 RP_NO_SANITIZE_ADDRESS
-static inline int rp_free_index_remove(rp_free_index *ix, rp_block *b)
+static inline void rp_free_index_unlink(rp_free_index *ix, rp_block *b)
 {
-    /* Cheap hardening: both neighbours must point back at b (I4). */
-    if (!rp_free_index_listed(ix, b))
-        return -1;
     unsigned fl, sl;
     rp_class_of(b->size, &fl, &sl);
     rp_block *next = rp_links(b)->next;
@@ -121,6 +119,15 @@ static inline int rp_free_index_remove(rp_free_index *ix, rp_block *b)
     ix->free_blocks--;
     ix->free_bytes -= b->size;
     ix->class_blocks[fl]--;
+}
+
+RP_NO_SANITIZE_ADDRESS
+static inline int rp_free_index_remove(rp_free_index *ix, rp_block *b)
+{
+    /* Cheap hardening: both neighbours must point back at b (I4). */
+    if (!rp_free_index_listed(ix, b))
+        return -1;
+    rp_free_index_unlink(ix, b);
     return 0;
 }
 

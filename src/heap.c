@@ -93,8 +93,9 @@ static int heap_grow(rp_heap *h, size_t npages, unsigned align_order)
         return -1;
     /* The area is aligned to its own size (a power of two), so one of at least 2 MiB is made
      * of whole huge pages. */
-    if ((h->flags & RP_HEAP_HUGE_PAGES) && (area << RP_PAGE_SHIFT) >= RP_HUGE_PAGE_BYTES)
-        rp_os_advise_huge_pages((void *)r->base, area << RP_PAGE_SHIFT);
+    size_t area_bytes = area << RP_PAGE_SHIFT;
+    if ((h->flags & RP_HEAP_HUGE_PAGES) && area_bytes >= RP_HUGE_PAGE_BYTES)
+        rp_os_advise_huge_pages((void *)r->base, area_bytes);
     /* If the OS refused to trim the alignment slack, the mapping is larger than planned:
      * it must still fit under the cap. */
     if (h->max_bytes && h->os_bytes + r->map_len > h->max_bytes) {

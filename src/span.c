@@ -354,14 +354,20 @@ static int neighbour_listed(rp_heap *h, rp_block *b, rp_block *n, rp_fault *f)
     return 0;
 }
 
+/* Takes the free neighbour n, found listed (neighbour_listed), off the index for a merge. */
+static void take_neighbour(rp_heap *h, rp_block *n)
+{
+    rp_free_index_unlink(&h->index, n);
+    if (n == h->spare_span)
+        h->spare_span = NULL;
+}
+
 /* Takes the free neighbour n of b off the index before a merge. 0, or -1 with a fault. */
 static int unfile_neighbour(rp_heap *h, rp_block *b, rp_block *n, rp_fault *f)
 {
     if (!neighbour_listed(h, b, n, f))
         return -1;
-    (void)rp_free_index_remove(&h->index, n);
-    if (n == h->spare_span)
-        h->spare_span = NULL;
+    take_neighbour(h, n);
     return 0;
 }
 
@@ -396,9 +402,9 @@ void rp_span_release_run(rp_heap *h, rp_block *b, size_t count, size_t total, rp
     if ((merge_next && !neighbour_listed(h, b, next, f)) || (prev && !neighbour_listed(h, b, prev, f)))
         return;
     if (merge_next)
-        (void)unfile_neighbour(h, b, next, f);
+        take_neighbour(h, next);
     if (prev)
-        (void)unfile_neighbour(h, b, prev, f);
+        take_neighbour(h, prev);
 
     h->blocks_in_use -= count;
     h->bytes_in_use -= size;

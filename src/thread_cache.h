@@ -146,11 +146,6 @@ static inline void rp_tc_push_bin(rp_tcache *tc, rp_tc_bin *bin, void *p, size_t
     __atomic_store_n(&tc->room, room, __ATOMIC_RELAXED);
 }
 
-static inline void rp_tc_push_tagged(rp_tcache *tc, void *p, size_t size, unsigned c, uint64_t tag)
-{
-    rp_tc_push_bin(tc, &tc->bins[c], p, size, tag);
-}
-
 /* The bin of a span block of size bytes (a multiple of 16, at most RP_TC_SMALL_MAX): the
  * small classes step by 16 bytes from 32 and a bin is 16 bytes, so the bin lies size - 32
  * bytes into the array (one address computation on free's fast path). */
@@ -162,7 +157,7 @@ static inline rp_tc_bin *rp_tc_small_bin_of_block(rp_tcache *tc, size_t size)
 
 static inline void rp_tc_push(rp_tcache *tc, void *p, size_t size, unsigned c)
 {
-    rp_tc_push_tagged(tc, p, size, c, rp_tc_tag(tc->key, p, size));
+    rp_tc_push_bin(tc, &tc->bins[c], p, size, rp_tc_tag(tc->key, p, size));
 }
 
 /* Miss in class bin c for a request of size bytes aligned to align (16, or a power of two

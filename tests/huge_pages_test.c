@@ -71,6 +71,19 @@ static int kernel_takes_advice(void)
     return ok;
 }
 
+/* vma_has_flag(.., "hg") for the first small block of a new heap made with cfg. */
+static int first_block_advised(const rp_heap_config *cfg)
+{
+    rp_heap *h = rp_heap_create(cfg);
+    REQUIRE(h);
+    void *p = rp_alloc(h, 100, 64);
+    REQUIRE(p);
+    int advised = vma_has_flag(p, "hg");
+    rp_free(p);
+    rp_heap_destroy(h);
+    return advised;
+}
+
 static void heap_flag_cases(void)
 {
     /* Advised: the default first region (4 MiB) of a heap with the flag, for small blocks and
@@ -98,25 +111,13 @@ static void heap_flag_cases(void)
     rp_heap_destroy(h);
 
     /* Not advised: the same heap without the flag. */
-    rp_heap *plain = rp_heap_create(NULL);
-    REQUIRE(plain);
-    void *q = rp_alloc(plain, 100, 64);
-    REQUIRE(q);
-    CHECK(vma_has_flag(q, "hg") == 0);
-    rp_free(q);
-    rp_heap_destroy(plain);
+    CHECK(first_block_advised(NULL) == 0);
 
     /* Not advised: a first region smaller than one huge page (1 MiB). */
     rp_heap_config tiny = {0};
     tiny.flags = RP_HEAP_HUGE_PAGES;
     tiny.region_bytes = (size_t)1 << 20;
-    rp_heap *t = rp_heap_create(&tiny);
-    REQUIRE(t);
-    void *r = rp_alloc(t, 100, 0);
-    REQUIRE(r);
-    CHECK(vma_has_flag(r, "hg") == 0);
-    rp_free(r);
-    rp_heap_destroy(t);
+    CHECK(first_block_advised(&tiny) == 0);
 
     /* Not advised: caller memory, whatever the flag (it may be hugetlbfs or shared memory
      * whose owner decides). */
