@@ -103,14 +103,15 @@ static inline void *aligned_impl(size_t align, size_t size)
 {
     if (align <= RP_MIN_ALIGN)
         return malloc_impl(size);
-    /* Page-aligned requests that fill at least half of at most RP_TC_PAGE_BINS pages: the
-     * page tier serves them (tier.h), so they come straight from a page bin when it has one. */
+    /* Requests of at most RP_TC_PAGE_BINS pages that the page tier serves (tier.h: page
+     * alignment, or e.g. 3072 bytes aligned to 1024, which a span would pad to a page anyway)
+     * come straight from a page bin when it has a block aligned enough, without the general
+     * path's call. rp_wants_pages is 0 below an alignment of 1024 unless the size is large. */
     rp_tcache *tc = rp_tc_self;
-    size_t npages = (size + RP_PAGE_SIZE - 1) >> RP_PAGE_SHIFT;
     /* The size is bounded before it is rounded: near SIZE_MAX the rounding wraps to 0 pages. */
-    if (RP_LIKELY(tc != NULL) && align >= RP_PAGE_SIZE && size <= ((size_t)RP_TC_PAGE_BINS << RP_PAGE_SHIFT) &&
-        2 * size > npages << RP_PAGE_SHIFT && RP_HOOK_PREFIX == 0) {
-        void *p = rp_tc_page_pop(tc, npages, align);
+    if (RP_LIKELY(tc != NULL) && align >= 1024 && size != 0 && size <= ((size_t)RP_TC_PAGE_BINS << RP_PAGE_SHIFT) &&
+        RP_HOOK_PREFIX == 0 && rp_wants_pages(tc->arena, size, align)) {
+        void *p = rp_tc_page_pop(tc, (size + RP_PAGE_SIZE - 1) >> RP_PAGE_SHIFT, align);
         if (p)
             return p;
     }
@@ -249,6 +250,24 @@ static RP_NOINLINE void free_slow(void *p)
     free_direct(p);
 }
 
+/* A page-aligned pointer: usually a page-tier block of an arena going into a page bin, which
+ * only the address map and its page descriptor tell (it has no header). A page-tier page
+ * that free_page_block does not take (no room, too big, not a block's first page) goes to
+ * rp_free, which frees or reports it; everything else (a page-aligned span block, another
+ * heap's block, no cache yet, not rampart's) takes free_slow, which handles every case. */
+static RP_NOINLINE void free_page_aligned(void *p)
+{
+    rp_tcache *tc = rp_tc_self;
+    rp_region *r = rp_pagemap_lookup(p);
+    if (RP_LIKELY(tc != NULL && r != NULL && (r->heap->flags & RP_HEAP_MALLOC_ARENA)) &&
+        rp_page_of(r, p)->state == RP_PAGE_LARGE) {
+        if (!free_page_block(tc, r, p))
+            free_direct(p);
+        return;
+    }
+    free_slow(p);
+}
+
 static inline __attribute__((always_inline)) void free_impl(void *p)
 {
     rp_tcache *tc = rp_tc_self;
@@ -264,8 +283,12 @@ static inline __attribute__((always_inline)) void free_impl(void *p)
         free_span_block(tc, p, size);
         return;
     }
-    if (p)
-        free_slow(p);
+    if (((uintptr_t)p & (RP_PAGE_SIZE - 1)) == 0) {
+        if (p)
+            free_page_aligned(p);
+        return;
+    }
+    free_slow(p);
 }
 
 /* ---- realloc ---------------------------------------------------------------------------- */

@@ -481,6 +481,61 @@ static void test_fast_path_takes_no_lock(void)
     CHECK_MALLOC_OK();
 }
 
+/* Aligned requests the page tier serves (tier.h) come back from the page bins: a block just
+ * freed is handed out again with no heap call, and only when it is aligned enough for the
+ * new request. A second free of such a block is reported (RP_PAGEF_CACHED). */
+static void test_aligned_page_bins(void)
+{
+    static const struct {
+        size_t size, align;
+    } cases[] = {{3072, 1024}, {4000, 2048}, {4096, 4096}, {64512, 4096}, {8192, 8192}, {12288, 1024}};
+    rp_malloc_thread_flush();
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        size_t size = cases[k].size, align = cases[k].align;
+        void *p = NULL, *q = NULL;
+        REQUIRE(posix_memalign(&p, align, size) == 0);
+        rp_heap *arena = rp_heap_of(p);
+        REQUIRE(arena);
+        CHECKF(((uintptr_t)p & 4095) == 0, "%zu/%zu: %p is a page-tier block", size, align, p);
+        rp_heap_stats_t a, b;
+        do_free(p);
+        REQUIRE(rp_heap_stats(arena, &a) == 0);
+        REQUIRE(posix_memalign(&q, align, size) == 0);
+        REQUIRE(rp_heap_stats(arena, &b) == 0);
+        CHECKF(q == p && b.alloc_calls == a.alloc_calls, "%zu/%zu: %p then %p, %llu heap calls", size, align, p, q,
+               (unsigned long long)(b.alloc_calls - a.alloc_calls));
+        CHECK(malloc_usable_size(q) >= size);
+        do_free(q);
+    }
+    /* One-page blocks: one that starts on an odd page stays in its bin when a page aligned to
+     * 8192 is asked for. */
+    rp_malloc_thread_flush();
+    void *page[4] = {0}, *odd = NULL, *x = NULL, *z = NULL;
+    for (int i = 0; i < 4; i++) {
+        REQUIRE(posix_memalign(&page[i], 4096, 4096) == 0);
+        if ((uintptr_t)page[i] & 8191)
+            odd = page[i];
+    }
+    REQUIRE(odd); /* of four one-page blocks, at least one starts on an odd page */
+    do_free(odd);
+    REQUIRE(posix_memalign(&z, 8192, 4096) == 0);
+    CHECKF(((uintptr_t)z & 8191) == 0, "4096/8192 got %p (bin top %p)", z, odd);
+    do_free(z);
+    for (int i = 0; i < 4; i++)
+        if (page[i] != odd)
+            do_free(page[i]);
+    /* Double free of a cached 3072/1024 block. */
+    void *old_arg;
+    rp_report_fn old = rp_set_report_fn(count_report, NULL, &old_arg);
+    memset(reports, 0, sizeof reports);
+    REQUIRE(posix_memalign(&x, 1024, 3072) == 0);
+    do_free(x);
+    do_free(x);
+    CHECK(reports[RP_ERR_DOUBLE_FREE] == 1);
+    rp_set_report_fn(old, old_arg, NULL);
+    CHECK_MALLOC_OK();
+}
+
 /* rp_malloc_stats_print: per heap and totals, through the callback. */
 static char text[8192];
 static size_t text_len;
@@ -524,6 +579,7 @@ int main(void)
     test_misuse();
     test_cache_bounds();
     test_fast_path_takes_no_lock();
+    test_aligned_page_bins();
     test_stats_print();
     TEST_MAIN_END();
 }
