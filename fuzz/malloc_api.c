@@ -535,11 +535,15 @@ static void do_thread(uint8_t what, int s, size_t size)
         adopt(s, p, size, size, 16, ++model.next_id, "malloc on the second thread");
         break;
     }
-    case 2: /* a cross-thread realloc */
+    case 2: { /* a cross-thread realloc */
         if (b->p)
             verify_block(b, b->usable, "before realloc");
-        resize(s, size, worker_realloc(b->p, size, &err), err, "realloc on the second thread");
+        /* Its own statement: as an argument next to err, the call may be evaluated after err
+         * is read (the order is unspecified; gcc reads err first). */
+        unsigned char *q = worker_realloc(b->p, size, &err);
+        resize(s, size, q, err, "realloc on the second thread");
         break;
+    }
     case 3:
         worker_flush();
         break;
