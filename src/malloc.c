@@ -199,10 +199,25 @@ static inline void free_span_block(rp_tcache *tc, void *p, size_t size)
     rp_tc_push_bin(tc, bin, p, size, tag);
 }
 
-/* A page-aligned pointer into a malloc arena (r = its region): a page-tier block of at most
- * RP_TC_PAGE_BINS pages goes into the page bin (or is reported if it is cached already).
- * Returns 0 when it is not such a block, or the bin has no room: the caller frees it. */
-static inline int free_page_block(rp_tcache *tc, rp_region *r, void *p)
+static void free_page_aligned(void *p);
+
+/* The free of a page-tier block by a thread without a cache: as in free_slow, a thread that
+ * only frees gets one too, then p is freed again through it (or goes to its heap when the
+ * thread cannot have one). Out of line, so that the common path saves no registers. */
+static RP_NOINLINE void free_page_without_cache(void *p)
+{
+    if (rp_tc_get_slow())
+        free_page_aligned(p);
+    else
+        free_direct(p);
+}
+
+/* A page-aligned pointer into a malloc arena (r = its region). When it is the user pointer of
+ * a page-tier block (which has no header: only the page descriptor tells), the block goes
+ * into its page bin (at most RP_TC_PAGE_BINS pages, and room in the bin), is reported if it
+ * is cached already, or else goes back to its heap; returns 1. Returns 0 for anything else:
+ * the caller takes free_slow. */
+static inline int free_page_block(rp_region *r, void *p)
 {
     rp_page *d = rp_page_of(r, p);
     if (d->state != RP_PAGE_LARGE || d->u.large.lead_pages != 0 || RP_HOOK_PREFIX != 0)
@@ -211,12 +226,18 @@ static inline int free_page_block(rp_tcache *tc, rp_region *r, void *p)
         report_cached(p, "free");
         return 1;
     }
-    return tc && d->npages <= RP_TC_PAGE_BINS && rp_tc_page_push(tc, p, d);
+    rp_tcache *tc = rp_tc_self;
+    if (RP_UNLIKELY(!tc))
+        free_page_without_cache(p);
+    else if (RP_UNLIKELY(!(d->npages <= RP_TC_PAGE_BINS && rp_tc_page_push(tc, p, d))))
+        free_direct(p);
+    return 1;
 }
 
-/* Everything but the common small free: page-tier blocks (page bins), page-aligned span
- * blocks, blocks of other heaps, frees without a cache, bad pointers. Kept out of free()'s
- * body so that the small path stays a leaf function without register saves. */
+/* Everything but the common small free and page-tier blocks (free_page_aligned): span blocks
+ * the fast path did not take (page-aligned ones, frees without a cache), blocks of other
+ * heaps, bad pointers. Kept out of free()'s body so that the small path stays a leaf
+ * function without register saves. */
 static RP_NOINLINE void free_slow(void *p)
 {
     rp_region *r = rp_pagemap_lookup(p);
@@ -232,8 +253,6 @@ static RP_NOINLINE void free_slow(void *p)
         if (!tc)
             tc = rp_tc_get_slow();
         rp_page *d = rp_page_of(r, p);
-        if (((uintptr_t)p & (RP_PAGE_SIZE - 1)) == 0 && free_page_block(tc, r, p))
-            return;
         if ((d->state == RP_PAGE_SPAN || d->state == RP_PAGE_SPAN_TAIL) && ((uintptr_t)p & (RP_GRANULE - 1)) == 0) {
             size_t size = rp_header_live_size(r->heap->secret, rp_block_of_user(p));
             if (size && tc) {
@@ -250,21 +269,14 @@ static RP_NOINLINE void free_slow(void *p)
     free_direct(p);
 }
 
-/* A page-aligned pointer: usually a page-tier block of an arena going into a page bin, which
- * only the address map and its page descriptor tell (it has no header). A page-tier page
- * that free_page_block does not take (no room, too big, not a block's first page) goes to
- * rp_free, which frees or reports it; everything else (a page-aligned span block, another
- * heap's block, no cache yet, not rampart's) takes free_slow, which handles every case. */
+/* A page-aligned pointer: usually a page-tier block of an arena going into a page bin;
+ * anything else (a page-aligned span block, another heap's block, not rampart's) takes
+ * free_slow. */
 static RP_NOINLINE void free_page_aligned(void *p)
 {
-    rp_tcache *tc = rp_tc_self;
     rp_region *r = rp_pagemap_lookup(p);
-    if (RP_LIKELY(tc != NULL && r != NULL && (r->heap->flags & RP_HEAP_MALLOC_ARENA)) &&
-        rp_page_of(r, p)->state == RP_PAGE_LARGE) {
-        if (!free_page_block(tc, r, p))
-            free_direct(p);
+    if (RP_LIKELY(r != NULL && (r->heap->flags & RP_HEAP_MALLOC_ARENA)) && free_page_block(r, p))
         return;
-    }
     free_slow(p);
 }
 
