@@ -819,8 +819,7 @@ static void do_burst(uint8_t count, uint16_t size16)
     }
     /* Room for the first batch the second thread's bin overflows with (at most half a bin of
      * at most RP_TC_LIMIT_MAX blocks). */
-    int room = uniform && x->n[c] < RP_XFER_SLOTS &&
-               x->bytes + (RP_TC_LIMIT_MAX / 2) * (first->usable + RP_USER_OFFSET) <= x->cap;
+    int room = uniform && x->n[c] < RP_XFER_SLOTS && x->bytes + RP_XFER_BATCH * rp_tc_class_size(c) <= x->cap;
     rp_malloc_stats_t s1, s2, s3, s4;
     rp_malloc_stats(&s1);
     worker_free_many(ptrs, (size_t)k);
@@ -902,7 +901,7 @@ static void *cached_block(size_t size, int pages)
         const rp_tc_pbin *pb = &tc->pbins[npages - 1];
         return pb->count && pb->slot[pb->count - 1].p == p ? p : NULL;
     }
-    return bin && bin->head == p ? p : NULL;
+    return bin && bin->count && bin->slots[bin->count - 1] == p ? p : NULL;
 }
 
 static void do_misuse(uint8_t kind, uint16_t size16)
@@ -1003,21 +1002,22 @@ static rp_tc_bin *prepared_bin(size_t size)
     const rp_tc_bin *bin = bin_of(p[0]);
     for (int i = 0; i < 3; i++)
         call_free(p[i]);
-    return bin && bin->head == p[2] && bin->count >= 2 ? (rp_tc_bin *)bin : NULL;
+    return bin && bin->count >= 2 && bin->slots[bin->count - 1] == p[2] ? (rp_tc_bin *)bin : NULL;
 }
 
-/* The most recent batch of some class in this thread's arena's transfer cache, or NULL. */
-static rp_xfer_batch *some_batch(rp_xfer **xp, unsigned *cp)
+/* The most recent batch of some class in this thread's arena's transfer cache: its slot
+ * index, or -1. */
+static int some_batch(rp_xfer **xp, unsigned *cp)
 {
     rp_xfer *x = rp_tc_self ? rp_xfer_of(rp_tc_self->arena) : NULL;
     for (unsigned c = 0; x && c < RP_TC_CLASSES; c++) {
         if (x->n[c] > 0) {
             *xp = x;
             *cp = c;
-            return &x->slot[c][x->n[c] - 1];
+            return x->n[c] - 1;
         }
     }
-    return NULL;
+    return -1;
 }
 
 /* The transfer cache damaged, or NULL for this thread's cache: the checker of the one
@@ -1045,53 +1045,6 @@ static void expect_named(const char *invariant, const char *what)
     EXPECT(damaged_check(why, sizeof why) == 0, "%s, put back: the check says %s", what, why);
 }
 
-/* The bin's blocks (at most RP_TC_LIMIT_MAX), read before it is damaged; 0 unless every one
- * has exactly its class's size (the accounting of an abandoned bin is exact only then). */
-static int bin_blocks(const rp_tc_bin *bin, size_t cs, uint64_t **out)
-{
-    uint64_t key = rp_tc_self->key;
-    uint64_t *w = bin->head;
-    int n = 0;
-    for (uint32_t i = 0; i < bin->count && w; i++) {
-        if (call_usable(w) + RP_USER_OFFSET != cs)
-            return 0;
-        out[n++] = w;
-        w = (uint64_t *)(uintptr_t)(w[0] ^ key);
-    }
-    return n;
-}
-
-/* A damaged link met by malloc (its pop) or by a flush: one corrupted-free-list report
- * naming the block, the bin abandoned (its blocks stay allocated; malloc fails with ENOMEM).
- * The harness then clears their tags and frees them, and everything checks out. */
-static void damaged_link_met(rp_tc_bin *bin, size_t size, int by_flush)
-{
-    static uint64_t *blocks[RP_TC_LIMIT_MAX];
-    size_t cs = rp_tc_class_size((unsigned)(bin - rp_tc_self->bins));
-    int n = bin_blocks(bin, cs, blocks);
-    if (n < 2)
-        return;
-    uint64_t *bad = by_flush ? blocks[1] : blocks[0];
-    bad[0] = 0; /* decodes to the key: misaligned */
-    void *old_arg;
-    rp_report_fn old = rp_set_report_fn(catch_report, NULL, &old_arg);
-    memset(&caught, 0, sizeof caught);
-    if (by_flush) {
-        rp_malloc_thread_flush();
-    } else {
-        errno = 0;
-        void *p = call_malloc(size);
-        EXPECT(!p && errno == ENOMEM, "malloc from a bin with a damaged link returned %p (errno %d)", p, errno);
-    }
-    rp_set_report_fn(old, old_arg, NULL);
-    expect_report(RP_ERR_CORRUPT_FREE_LIST, bad, "damaged link", by_flush ? "a flush" : "malloc");
-    for (int i = 0; i < n; i++) {
-        blocks[i][1] = 0; /* outside every cache now (T4) */
-        call_free(blocks[i]);
-    }
-    expect_malloc_check(" after a damaged bin was abandoned");
-}
-
 static void do_damage(uint8_t kind, uint8_t x)
 {
     rp_tcache *tc = rp_tc_self;
@@ -1104,17 +1057,25 @@ static void do_damage(uint8_t kind, uint8_t x)
         rp_tc_bin *bin = prepared_bin(size);
         if (!bin)
             return;
-        uint64_t *head = bin->head;
-        if (kind == 0 && (x & 3)) {
-            damaged_link_met(bin, size, (x & 3) == 2);
-            return;
-        }
+        void **top = &bin->slots[bin->count - 1];
+        uint64_t *head = *top;
         switch (kind) {
-        case 0: POKE(head[0], 0); expect_named("T2:", "a cached block's link zeroed"); break;
+        case 0:
+            if ((x & 3) == 1) {
+                POKE(*top, (void *)((char *)head + 16));
+                expect_named("T1:", "a slot pointing into its block");
+            } else if ((x & 3) == 2) {
+                POKE(bin->slots, bin->slots + 1);
+                expect_named("T2:", "a bin's slots moved");
+            } else {
+                POKE(*top, NULL);
+                expect_named("T1:", "a slot zeroed");
+            }
+            break;
         case 1: POKE(head[1], head[1] ^ 16); expect_named("T1:", "a cached block's tag changed"); break;
-        case 2: POKE(head[0], (uint64_t)(uintptr_t)head ^ tc->key); expect_named("T1:", "a block linked to itself"); break;
-        case 3: POKE(bin->count, bin->count + 1); expect_named("T2:", "a bin's count one too high"); break;
-        case 4: POKE(bin->count, bin->count - 1); expect_named("T2:", "a bin's count one too low"); break;
+        case 2: POKE(top[-1], (void *)head); expect_named("T1:", "a block in its bin twice"); break;
+        case 3: POKE(bin->count, bin->count + 1); expect_named("T3:", "a bin's count one too high"); break;
+        case 4: POKE(bin->count, bin->count - 1); expect_named("T3:", "a bin's count one too low"); break;
         case 5: POKE(bin->count, bin->limit + 1); expect_named("T2:", "a bin above its limit"); break;
         case 6: POKE(tc->room, tc->room - 16); expect_named("T3:", "the cache's bytes miscounted"); break;
         default: POKE(tc->room, -1); expect_named("T3:", "the cache above its cap"); break;
@@ -1130,8 +1091,10 @@ static void do_damage(uint8_t kind, uint8_t x)
             POKE(pb->count, pb->limit + 1);
             expect_named("T2:", "a page bin above its limit");
         } else if ((x & 1) && pb->count < pb->limit) {
+            /* Counted too (T3 holds), so that only the duplicate is wrong. */
             POKE(pb->slot[pb->count], pb->slot[pb->count - 1]);
             POKE(pb->count, pb->count + 1);
+            POKE(tc->room, tc->room - (ptrdiff_t)PAGE);
             expect_named("T1:", "a page block in its bin twice");
         } else {
             rp_page *d = pb->slot[pb->count - 1].d;
@@ -1142,20 +1105,26 @@ static void do_damage(uint8_t kind, uint8_t x)
     }
     rp_xfer *xf;
     unsigned c;
-    rp_xfer_batch *b = some_batch(&xf, &c);
-    if (!b)
+    int k = some_batch(&xf, &c);
+    if (k < 0)
         return;
     damaged_xfer = xf;
-    uint64_t *w = b->head;
+    uint8_t *count = &xf->count[c][k];
+    void **first = &xf->store[c][k][0];
+    uint64_t *w = *first;
     switch (kind) {
-    case 10: POKE(b->count, b->count + 1); expect_named("X1:", "a batch's count one too high"); break;
-    case 11:
-        if (b->count < 2)
-            return;
-        POKE(b->count, b->count - 1);
-        expect_named("X1:", "a batch's count one too low");
+    case 10:
+        POKE(*count, (uint8_t)(*count < RP_XFER_BATCH ? *count + 1 : *count - 1));
+        expect_named("X3:", "a batch's count changed");
         break;
-    case 12: POKE(b->bytes, b->bytes + 16); expect_named("X1:", "a batch's bytes miscounted"); break;
+    case 11:
+        POKE(*count, (uint8_t)(x & 1 ? 0 : RP_XFER_BATCH + 1));
+        expect_named("X2:", x & 1 ? "an empty batch" : "a batch above its size");
+        break;
+    case 12:
+        POKE(*first, x & 1 ? NULL : (void *)((char *)w + 16));
+        expect_named("X1:", x & 1 ? "a batch's slot zeroed" : "a batch's slot pointing into its block");
+        break;
     case 13:
         if (x & 1)
             POKE(xf->cap, xf->bytes - 1);

@@ -59,14 +59,15 @@ malloc_api input format (fuzz/malloc_api.c is the authority): operations until t
             6 fork magic16 mode  only with magic 0x4bf0, once per input: the child checks, frees
                             every block, allocates; mode bit 0: the default report function in
                             a grandchild (one line on stderr, SIGABRT)
-            7 damage kind x      x >> 2: a bin of (x >> 2) * 16-byte blocks; kind % 16: 0 a
-                            link zeroed (x & 3: 1 then malloc meets it, 2 a flush does), 1 a tag,
-                            2 a block linked to itself, 3/4 a bin's count one too high/low, 5 a
-                            bin above its limit, 6 the cache's bytes, 7 its cap, 8 a page bin
-                            above its limit, 9 a cached page's flag (x & 1: the page twice in its
-                            bin); in a transfer batch: 10/11 its count one too high/low, 12 its
-                            bytes, 13 the cache's bytes (x & 1: its cap), 14 its batch count above
-                            the slots, 15 a block's tag
+            7 damage kind x      x >> 2: a bin of (x >> 2) * 16-byte blocks; kind % 16: 0 the
+                            top slot zeroed (x & 3: 1 pointing into its block, 2 the bin's slots
+                            moved), 1 a tag, 2 a block twice in its bin, 3/4 a bin's count one
+                            too high/low, 5 a bin above its limit, 6 the cache's bytes, 7 its
+                            cap, 8 a page bin above its limit, 9 a cached page's flag (x & 1: the
+                            page twice in its bin); in a transfer batch: 10 its count changed,
+                            11 its count 0 or above the batch size (x & 1), 12 a slot zeroed or
+                            pointing into its block (x & 1), 13 the cache's bytes (x & 1: its
+                            cap), 14 its batch count above the slots, 15 a block's tag
 
 corruption input format (fuzz/corruption.c is the authority): three bytes naming the one
     fault, then valid operations until the input ends; the fault is injected after them.
@@ -401,11 +402,12 @@ def m_misuse(kind, size=0, foreign_offset=0):
     return m_more(MORE_MISUSE, kind) + u16(code)
 
 
-def m_damage(kind, size=48, met_by=0):
+def m_damage(kind, size=48, variant=0):
     """kind % 16 (fuzz/malloc_api.c do_damage); a bin of size-byte blocks (size % 16 == 0, at
-    most 1008); met_by (kind 0): 1 malloc pops the damaged link, 2 a flush meets it."""
+    most 1008); variant (x & 3): which form of the damage (kind 0: the top slot zeroed,
+    pointing into its block, the bin's slots moved; see the format above)."""
     assert size % 16 == 0 and size <= 1008
-    return m_more(MORE_DAMAGE, kind, size // 16 << 2 | met_by)
+    return m_more(MORE_DAMAGE, kind, size // 16 << 2 | variant)
 
 
 def malloc_api_seeds():
@@ -474,7 +476,7 @@ def malloc_api_seeds():
     # default report function in a grandchild (one line on stderr, then abort).
     # Damage to this thread's cache and its arena's transfer cache (after a burst left
     # batches there): rp_malloc_check names each invariant, then passes once the bytes are
-    # back; a damaged link met by malloc or by a flush is reported and its bin abandoned.
+    # back.
     s["seed-damage"] = (b"".join(m_damage(k, 16 * (k + 1)) for k in range(10)) + m_damage(0, 48, 1) +
                         m_damage(0, 1008, 2) + m_damage(9, 48, 1) + m_burst(600, 48) +
                         b"".join(m_damage(k) for k in range(10, 16)) + m_damage(13, 48, 1) +

@@ -61,7 +61,7 @@ static RP_NOINLINE void *alloc_general(size_t size, size_t align)
             size_t need = rp_align_up(rp_span_block_need(size), align);
             if (need <= RP_TC_MAX_BLOCK) {
                 unsigned c = rp_tc_class_of_need(need);
-                void *p = tc->bins[c].head;
+                void *p = rp_tc_top(tc, c);
                 if (p && ((uintptr_t)p & (align - 1)) == 0)
                     return rp_tc_pop(tc, c);
                 return rp_tc_refill(tc, c, size, align);
@@ -78,7 +78,7 @@ static RP_NOINLINE void *alloc_general(size_t size, size_t align)
 static RP_NOINLINE void *malloc_cached(rp_tcache *tc, size_t size)
 {
     unsigned c = rp_tc_class_of_need(rp_span_block_need(size));
-    if (tc->bins[c].head != NULL)
+    if (tc->bins[c].count != 0)
         return rp_tc_pop(tc, c);
     return rp_tc_refill(tc, c, size, RP_MIN_ALIGN);
 }
@@ -89,7 +89,7 @@ static inline void *malloc_impl(size_t size)
     if (RP_LIKELY(tc != NULL && size <= SMALL_REQUEST && RP_HOOK_PREFIX == 0)) {
         unsigned i = (unsigned)((size + 15) >> 4);
         unsigned c = i - (i != 0);
-        if (RP_LIKELY(tc->bins[c].head != NULL))
+        if (RP_LIKELY(tc->bins[c].count != 0))
             return rp_tc_pop(tc, c);
         return rp_tc_refill(tc, c, size, RP_MIN_ALIGN);
     }

@@ -9,18 +9,23 @@
  * rp_free_batch: one lock per heap). Cross-thread frees therefore need no protocol: the
  * freeing thread caches the block and, on flush, returns it to its own arena.
  *
- * Two kinds of bins:
- *   class bins (bins[c]): span blocks by size class (size_class.h), in a list threaded
- *     through the blocks themselves (free() reads the block's header anyway, so writing next
- *     to it costs no extra cache miss). A cached block's first two words (every span block
- *     has at least 16 usable bytes):
- *         word 0  next block in the bin, XOR the process key  (a zeroed or overwritten link
- *                 decodes to a misaligned pointer and is reported, not followed)
- *         word 1  key XOR block address XOR block size        ("cache tag")
- *     The tag tells free() that a block is already cached (double free, whichever thread
- *     cached it), with a false-positive chance of 2^-64, and gives its size back to malloc.
+ * Two kinds of bins, both arrays of pointers kept in the cache itself, so that neither
+ * malloc nor free follows a pointer stored in a freed block (a write after free cannot steer
+ * malloc, and a block freed on one CPU and reused on another is not read on the way):
+ *   class bins (bins[c]): span blocks by size class (size_class.h), a stack of pointers
+ *     (slots[0 .. count-1], the last one freed on top) in the bin's own stretch of the
+ *     cache's slot array. A cached block's word 1 (every span block has at least 16 usable
+ *     bytes) holds its "cache tag", key XOR block address XOR block size: free() compares it
+ *     to tell that a block is already cached (double free, whichever thread cached it), with
+ *     a false-positive chance of 2^-64. It is only ever written (free) and cleared (malloc),
+ *     never trusted: nothing is taken from a block's memory.
+ *     Every block of bin c counts bins[c].bytes = class_size(c) against the cap (so that
+ *     malloc need not read its size). A freed block of up to 1 KiB goes to the bin of exactly
+ *     its size; a larger one to its floor class, up to 1/8 larger (size_class.h); the last
+ *     block of a refill batch may have 16 bytes more than its class (a remainder too small to
+ *     split). So the blocks of a cache hold at most about 1.125 * cap bytes.
  *   page bins (pbins[n-1]): whole-page blocks of the page tier of n pages (1 .. 16, user
- *     pointer at the first page), in a small array of pointers, so neither free nor malloc
+ *     pointer at the first page), with their page descriptors, so neither free nor malloc
  *     touches the block's memory (often cold: each block is a page of its own). The page
  *     descriptor's RP_PAGEF_CACHED flag marks them (double-free detection).
  *
@@ -29,12 +34,14 @@
  *       (at most RP_TC_MAX_CACHED_BLOCK) carrying its tag; every block in page bin n-1 is a
  *       live page-tier block of an arena of exactly n pages, user pointer at its first page,
  *       with RP_PAGEF_CACHED set; no block is cached twice;
- *   T2  bins[c].count is the length of bin c's list; every bin's count <= its limit;
- *   T3  cap - room is the sum of the cached blocks' sizes, and room >= 0;
+ *   T2  bins[c].slots is bin c's own stretch of slot_store, limit slots long (the bins'
+ *       stretches follow each other in class order); every bin's count <= its limit;
+ *   T3  cap - room is the sum over the bins of count * bytes (class bins) and count * pages
+ *       (page bins), and room >= 0;
  *   T4  a block outside every cache (thread caches and the arenas' transfer caches,
  *       transfer_cache.h) carries neither its tag nor RP_PAGEF_CACHED (malloc clears them
  *       when it hands a block out, a flush before the block goes back to its heap).
- * Bounded memory: a thread holds at most cap bytes (option cache_bytes); an exiting thread's
+ * Bounded memory: a thread holds at most cap bytes by T3's count (option cache_bytes); an exiting thread's
  * cache goes back to the heaps (pthread key destructor); after fork(), the child keeps only
  * the forking thread's cache (the others' blocks stay allocated: their threads are gone and
  * their bins may have been mid-update). All operations are O(1) or O(batch size). */
@@ -54,9 +61,10 @@
 #define RP_TC_PAGE_SLOTS 16  /* blocks per page bin */
 
 typedef struct rp_tc_bin {
-    void *head;     /* first cached block (its word 0 links on) */
-    uint32_t count; /* T2 */
-    uint32_t limit; /* most blocks this bin holds before half of it is flushed */
+    void **slots;    /* T2: slots[0 .. count-1] hold the cached blocks, the last one freed on top */
+    uint16_t count;  /* T2 */
+    uint16_t limit;  /* most blocks this bin holds before its older half is flushed */
+    uint32_t bytes;  /* what each block counts against the cap: the class size (T3) */
 } rp_tc_bin;
 
 typedef struct rp_tc_pbin {
@@ -81,6 +89,8 @@ typedef struct rp_tcache {
     uint64_t refills;        /* slow-path counters, relaxed atomic */
     uint64_t flushes;
     struct rp_tcache *next, *prev; /* list of all caches (stats, fork) */
+    size_t slot_count;       /* length of slot_store: the sum of the class bins' limits */
+    void *slot_store[];      /* the class bins' slots (T2) */
 } rp_tcache;
 
 /* The calling thread's cache, NULL until its first allocation sets it up, and NULL again
@@ -103,24 +113,22 @@ static inline uint64_t rp_tc_tag(uint64_t key, const void *p, size_t size)
     return key ^ (uint64_t)(uintptr_t)p ^ (uint64_t)size;
 }
 
-/* Reports a corrupted bin (never returns unless the report function does; then the bin is
- * emptied without freeing anything and NULL is returned). */
-void *rp_tc_corrupt(rp_tcache *tc, unsigned c, const void *at);
+/* The block malloc would take next from class bin c, or NULL when the bin is empty. */
+static inline void *rp_tc_top(const rp_tcache *tc, unsigned c)
+{
+    const rp_tc_bin *bin = &tc->bins[c];
+    return bin->count ? bin->slots[bin->count - 1] : NULL;
+}
 
-/* Hands out the head of a non-empty bin. Only the link is checked: a damaged link decodes
- * to a misaligned pointer (the key's low bits are set) and is reported before it is used. */
+/* Hands out the top block of a non-empty bin: reads the bin and the slot, writes the block's
+ * word 1 (its tag is cleared, T4) without reading the block. */
 static inline void *rp_tc_pop(rp_tcache *tc, unsigned c)
 {
     rp_tc_bin *bin = &tc->bins[c];
-    uint64_t *w = (uint64_t *)bin->head;
-    uint64_t key = tc->key;
-    uintptr_t next = (uintptr_t)(w[0] ^ key);
-    if (RP_UNLIKELY(next & (RP_GRANULE - 1)))
-        return rp_tc_corrupt(tc, c, w);
-    size_t size = (size_t)(w[1] ^ key ^ (uint64_t)(uintptr_t)w);
-    bin->head = (void *)next;
-    bin->count--;
-    __atomic_store_n(&tc->room, tc->room + (ptrdiff_t)size, __ATOMIC_RELAXED);
+    unsigned n = (unsigned)bin->count - 1u;
+    uint64_t *w = (uint64_t *)bin->slots[n];
+    bin->count = (uint16_t)n;
+    __atomic_store_n(&tc->room, tc->room + (ptrdiff_t)bin->bytes, __ATOMIC_RELAXED);
     w[1] = 0; /* T4 */
     return w;
 }
@@ -133,16 +141,15 @@ void rp_tc_push_slow(rp_tcache *tc, void *p, size_t size, unsigned c);
  * check. */
 static inline void rp_tc_push_bin(rp_tcache *tc, rp_tc_bin *bin, void *p, size_t size, uint64_t tag)
 {
-    ptrdiff_t room = tc->room - (ptrdiff_t)size;
-    if (RP_UNLIKELY(bin->count >= bin->limit || room < 0)) {
+    ptrdiff_t room = tc->room - (ptrdiff_t)bin->bytes;
+    unsigned n = bin->count;
+    if (RP_UNLIKELY(n >= bin->limit || room < 0)) {
         rp_tc_push_slow(tc, p, size, (unsigned)(bin - tc->bins));
         return;
     }
-    uint64_t *w = (uint64_t *)p;
-    w[0] = (uint64_t)(uintptr_t)bin->head ^ tc->key;
-    w[1] = tag;
-    bin->head = p;
-    bin->count++;
+    bin->slots[n] = p;
+    bin->count = (uint16_t)(n + 1);
+    ((uint64_t *)p)[1] = tag;
     __atomic_store_n(&tc->room, room, __ATOMIC_RELAXED);
 }
 

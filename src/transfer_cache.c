@@ -5,6 +5,7 @@
 #include "arena.h"
 #include "batch.h"
 #include "header_snapshot.h"
+#include "os.h"
 #include "pagemap.h"
 #include "report.h"
 #include "thread_cache.h"
@@ -13,78 +14,77 @@ void rp_xfer_init(rp_xfer *x, size_t cap)
 {
     memset(x, 0, sizeof *x);
     rp_lock_init(&x->lock);
-    x->cap = cap;
+    /* One store for every class, mapped once: only the pages of the classes in use become
+     * resident. */
+    x->store = cap ? rp_os_map(RP_TC_CLASSES * sizeof(rp_xfer_class_store)) : NULL;
+    x->cap = x->store ? cap : 0;
 }
 
-int rp_xfer_put(rp_xfer *x, unsigned c, const rp_xfer_batch *b)
+size_t rp_xfer_put(rp_xfer *x, unsigned c, void *const *ptrs, size_t n)
 {
-    int taken = 0;
+    if (!x->store)
+        return 0;
+    size_t cs = rp_tc_class_size(c), done = 0;
     rp_lock_acquire(&x->lock);
-    if (x->n[c] < RP_XFER_SLOTS && x->bytes + b->bytes <= x->cap) {
-        x->slot[c][x->n[c]] = *b;
-        __atomic_store_n(&x->n[c], (uint8_t)(x->n[c] + 1), __ATOMIC_RELAXED); /* peeked unlocked */
-        x->bytes += b->bytes;
+    while (done < n && x->n[c] < RP_XFER_SLOTS) {
+        size_t k = n - done < RP_XFER_BATCH ? n - done : RP_XFER_BATCH;
+        if (x->bytes + k * cs > x->cap)
+            break;
+        unsigned slot = x->n[c];
+        memcpy(x->store[c][slot], ptrs + done, k * sizeof(void *));
+        x->count[c][slot] = (uint8_t)k;
+        __atomic_store_n(&x->n[c], (uint8_t)(slot + 1), __ATOMIC_RELAXED); /* peeked unlocked */
+        x->bytes += k * cs;
         x->puts++;
-        taken = 1;
+        done += k;
     }
     rp_lock_release(&x->lock);
-    return taken;
+    return done;
 }
 
-int rp_xfer_take(rp_xfer *x, unsigned c, uint32_t max_count, size_t max_bytes, rp_xfer_batch *b)
+size_t rp_xfer_take(rp_xfer *x, unsigned c, size_t max_count, size_t max_bytes, void **out)
 {
     /* An unlocked peek: an empty class (the common case when nothing crosses threads) costs
      * no lock. A stale answer only means one refill more or one lock taken for nothing. */
     if (__atomic_load_n(&x->n[c], __ATOMIC_RELAXED) == 0)
         return 0;
-    int taken = 0;
+    size_t cs = rp_tc_class_size(c), got = 0;
     rp_lock_acquire(&x->lock);
     if (x->n[c] > 0) {
-        const rp_xfer_batch *top = &x->slot[c][x->n[c] - 1];
-        if (top->count <= max_count && top->bytes <= max_bytes) {
-            *b = *top;
-            __atomic_store_n(&x->n[c], (uint8_t)(x->n[c] - 1), __ATOMIC_RELAXED);
-            x->bytes -= b->bytes;
+        unsigned slot = x->n[c] - 1u;
+        size_t k = x->count[c][slot];
+        if (k <= max_count && k * cs <= max_bytes) {
+            memcpy(out, x->store[c][slot], k * sizeof(void *));
+            __atomic_store_n(&x->n[c], (uint8_t)slot, __ATOMIC_RELAXED);
+            x->bytes -= k * cs;
             x->takes++;
-            taken = 1;
+            got = k;
         }
     }
     rp_lock_release(&x->lock);
-    return taken;
+    return got;
 }
 
 size_t rp_xfer_drain(rp_xfer *x, rp_heap *h)
 {
-    uint64_t key = rp_tc_key();
     size_t total = 0;
+    void *ptrs[RP_XFER_BATCH];
     for (unsigned c = 0; c < RP_TC_CLASSES; c++) {
-        rp_xfer_batch b;
-        while (rp_xfer_take(x, c, UINT32_MAX, SIZE_MAX, &b)) {
-            void *ptrs[64];
-            size_t n = 0;
-            uint64_t *w = b.head;
-            for (uint32_t i = 0; i < b.count && w; i++) {
-                uint64_t *next = (uint64_t *)(uintptr_t)(w[0] ^ key);
-                w[1] = 0; /* no longer cached (T4 of thread_cache.h) */
-                ptrs[n++] = w;
-                if (n == sizeof ptrs / sizeof ptrs[0]) {
-                    rp_free_batch(h, ptrs, n);
-                    n = 0;
-                }
-                w = next;
-            }
-            if (n)
-                rp_free_batch(h, ptrs, n);
-            total += b.count;
+        size_t n;
+        while ((n = rp_xfer_take(x, c, RP_XFER_BATCH, SIZE_MAX, ptrs)) != 0) {
+            for (size_t i = 0; i < n; i++)
+                ((uint64_t *)ptrs[i])[1] = 0; /* no longer cached (T4 of thread_cache.h) */
+            rp_free_batch(h, ptrs, n);
+            total += n;
         }
     }
     return total;
 }
 
-/* X1 for one block of class c. */
-static int batch_block_ok(const rp_heap *h, const void *p, size_t size, unsigned c)
+/* The size of p if it is a live span block of h (X1), else 0. */
+static size_t batch_block_size(const rp_heap *h, const void *p)
 {
-    if (((uintptr_t)p & (RP_GRANULE - 1)) || size < rp_tc_class_size(c) || size > RP_TC_MAX_CACHED_BLOCK)
+    if (!p || ((uintptr_t)p & (RP_GRANULE - 1)))
         return 0;
     rp_region *r = rp_pagemap_lookup(p);
     if (!r || r->heap != h)
@@ -92,7 +92,7 @@ static int batch_block_ok(const rp_heap *h, const void *p, size_t size, unsigned
     rp_page *d = rp_page_of(r, p);
     if (d->state != RP_PAGE_SPAN && d->state != RP_PAGE_SPAN_TAIL)
         return 0;
-    return rp_header_live_size(h->secret, rp_block_of_user(p)) == size;
+    return rp_header_live_size(h->secret, rp_block_of_user(p));
 }
 
 int rp_xfer_check(rp_xfer *x, rp_heap *h, char *why, size_t len)
@@ -101,38 +101,20 @@ int rp_xfer_check(rp_xfer *x, rp_heap *h, char *why, size_t len)
     int rc = 0;
     size_t total = 0;
     rp_lock_acquire(&x->lock);
+    /* X2 and X3 first: they need only the counts, not the blocks. */
     for (unsigned c = 0; c < RP_TC_CLASSES && !rc; c++) {
-        if (x->n[c] > RP_XFER_SLOTS) {
+        if (x->n[c] > (x->store ? RP_XFER_SLOTS : 0)) {
             rc = rp_why(why, len, "X2: transfer cache of '%s' holds %u batches of class %u, more than %u", h->name,
-                        x->n[c], c, RP_XFER_SLOTS);
+                        x->n[c], c, x->store ? RP_XFER_SLOTS : 0);
             break;
         }
-        for (unsigned k = 0; k < x->n[c] && !rc; k++) {
-            const rp_xfer_batch *b = &x->slot[c][k];
-            const uint64_t *w = b->head;
-            size_t bytes = 0;
-            uint32_t i = 0;
-            for (; i < b->count; i++) {
-                if (!w) {
-                    rc = rp_why(why, len, "X1: batch of class %u in '%s' ends after %u of its %u blocks", c, h->name, i,
-                                b->count);
-                    break;
-                }
-                size_t size = (size_t)(w[1] ^ key ^ (uint64_t)(uintptr_t)w);
-                if (!batch_block_ok(h, w, size, c)) {
-                    rc = rp_why(why, len, "X1: block %p in a batch of class %u is not a live block of '%s' of its tag's size",
-                                (const void *)w, c, h->name);
-                    break;
-                }
-                bytes += size;
-                w = (const uint64_t *)(uintptr_t)(w[0] ^ key);
+        for (unsigned k = 0; k < x->n[c]; k++) {
+            if (x->count[c][k] == 0 || x->count[c][k] > RP_XFER_BATCH) {
+                rc = rp_why(why, len, "X2: batch %u of class %u in '%s' holds %u blocks, not 1 .. %u", k, c, h->name,
+                            x->count[c][k], RP_XFER_BATCH);
+                break;
             }
-            if (!rc && w)
-                rc = rp_why(why, len, "X1: batch of class %u in '%s' lists more than its %u blocks", c, h->name, b->count);
-            if (!rc && bytes != b->bytes)
-                rc = rp_why(why, len, "X1: batch of class %u in '%s' counts %zu bytes, its blocks hold %zu", c, h->name,
-                            (size_t)b->bytes, bytes);
-            total += bytes;
+            total += (size_t)x->count[c][k] * rp_tc_class_size(c);
         }
     }
     if (!rc && total != x->bytes)
@@ -140,6 +122,19 @@ int rp_xfer_check(rp_xfer *x, rp_heap *h, char *why, size_t len)
                     total);
     if (!rc && x->bytes > x->cap)
         rc = rp_why(why, len, "X3: transfer cache of '%s' holds %zu bytes, above its cap %zu", h->name, x->bytes, x->cap);
+    for (unsigned c = 0; c < RP_TC_CLASSES && !rc; c++) {
+        for (unsigned k = 0; k < x->n[c] && !rc; k++) {
+            for (unsigned i = 0; i < x->count[c][k]; i++) {
+                const uint64_t *w = x->store[c][k][i];
+                size_t size = batch_block_size(h, w);
+                if (size < rp_tc_class_size(c) || size > RP_TC_MAX_CACHED_BLOCK || w[1] != rp_tc_tag(key, w, size)) {
+                    rc = rp_why(why, len, "X1: block %p in a batch of class %u is not a live block of '%s' of the "
+                                          "class carrying its tag", (const void *)w, c, h->name);
+                    break;
+                }
+            }
+        }
+    }
     rp_lock_release(&x->lock);
     return rc;
 }

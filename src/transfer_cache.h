@@ -10,16 +10,19 @@
  * again at once, instead of being freed into the heap (coalescing) and carved out of it
  * again (splitting) by refills, under the heap lock the allocating thread also takes.
  *
- * A batch is a list threaded through its blocks exactly like a thread cache's bin (word 0:
- * next XOR key, word 1: the block's tag, thread_cache.h), so its blocks still count as
- * cached: a free() of one of them is a double free, reported as for any cached block.
+ * A batch is an array of at most RP_XFER_BATCH pointers in the transfer cache's own store
+ * (mapped apart from the heaps): moving blocks in and out copies pointers and reads no
+ * block's memory, which matters most here, where the blocks were last written by another
+ * CPU. Its blocks still carry their cache tags (thread_cache.h), so they still count as
+ * cached: a free() of one of them is a double free, reported as for any cached block. Each
+ * block counts rp_tc_class_size(c) bytes, as in a thread cache.
  *
  * Invariants (rp_xfer_check verifies them under the lock):
  *   X1  every block on a batch of class c is a live span block of this arena of at least
- *       rp_tc_class_size(c) bytes carrying its tag; batch.count and batch.bytes are its
- *       length and the sum of its blocks' sizes; the last link is NULL;
- *   X2  n[c] <= RP_XFER_SLOTS and slot[c][0 .. n[c]-1] are the batches of class c;
- *   X3  bytes is the sum of all batches' bytes and bytes <= cap.
+ *       rp_tc_class_size(c) bytes carrying its tag;
+ *   X2  n[c] <= RP_XFER_SLOTS; batch k < n[c] of class c holds count[c][k] blocks, 1 ..
+ *       RP_XFER_BATCH, in store[c][k][0 .. count-1]; with no store, n[c] == 0;
+ *   X3  bytes is the sum over the batches of count * rp_tc_class_size(c), and bytes <= cap.
  * Bounded: at most cap bytes per arena (four thread caches' worth). malloc_trim() and
  * rp_xfer_drain give everything back to the heap. */
 #ifndef RP_TRANSFER_CACHE_H
@@ -32,37 +35,37 @@
 #include "lock.h"
 #include "size_class.h"
 
-#define RP_XFER_SLOTS 8 /* batches per class */
+#define RP_XFER_SLOTS 16 /* batches per class */
+#define RP_XFER_BATCH 64 /* blocks per batch */
 
-typedef struct rp_xfer_batch {
-    void *head;     /* first block (user pointer); its word 0 links on */
-    uint32_t count; /* blocks */
-    uint32_t bytes; /* sum of the blocks' sizes (a batch is at most one bin's worth) */
-} rp_xfer_batch;
+typedef void *rp_xfer_class_store[RP_XFER_SLOTS][RP_XFER_BATCH];
 
 typedef struct rp_xfer {
     rp_lock lock;
     size_t bytes; /* X3 */
     size_t cap;
     uint64_t puts, takes; /* batches moved in and out, cumulative (stats) */
-    uint8_t n[RP_TC_CLASSES];                          /* X2 */
-    rp_xfer_batch slot[RP_TC_CLASSES][RP_XFER_SLOTS];  /* X1 */
+    uint8_t n[RP_TC_CLASSES];                       /* X2 */
+    uint8_t count[RP_TC_CLASSES][RP_XFER_SLOTS];    /* X2 */
+    rp_xfer_class_store *store;                     /* [RP_TC_CLASSES], X1 */
 } rp_xfer;
 
-/* Sets up a transfer cache with a cap of cap bytes (0: it keeps nothing). The arena module
- * keeps one per arena outside the heaps (so they never count as heap memory in use). */
+/* Sets up a transfer cache with a cap of cap bytes (0: it keeps nothing; so does one whose
+ * store cannot be mapped). The arena module keeps one per arena outside the heaps (so they
+ * never count as heap memory in use). */
 void rp_xfer_init(rp_xfer *x, size_t cap);
 
 /* The transfer cache of h, or NULL (not an arena, or it has none). */
 static inline rp_xfer *rp_xfer_of(const rp_heap *h) { return (rp_xfer *)h->malloc_state; }
 
-/* Offers the batch b of class c (blocks of x's arena, tagged and linked as X1 says). Returns
- * 1 if x took it, 0 if it is full: the caller keeps the blocks. */
-int rp_xfer_put(rp_xfer *x, unsigned c, const rp_xfer_batch *b);
+/* Offers n blocks of class c (blocks of x's arena, tagged as X1 says), as batches of at most
+ * RP_XFER_BATCH. Returns how many x took, ptrs[0 .. taken-1]; the caller keeps the rest. */
+size_t rp_xfer_put(rp_xfer *x, unsigned c, void *const *ptrs, size_t n);
 
 /* Takes the most recently offered batch of class c if it has at most max_count blocks and
- * max_bytes bytes. Returns 1 and fills *b, or 0. */
-int rp_xfer_take(rp_xfer *x, unsigned c, uint32_t max_count, size_t max_bytes, rp_xfer_batch *b);
+ * their count against the cap is at most max_bytes: copies its pointers to out (room for
+ * max_count) and returns how many, or 0. */
+size_t rp_xfer_take(rp_xfer *x, unsigned c, size_t max_count, size_t max_bytes, void **out);
 
 /* Returns every batch's blocks to heap h (x's arena): their tags are cleared and they are
  * freed. Returns the number of blocks. */

@@ -85,15 +85,23 @@ int main(void)
     rp_set_report_fn(old, old_arg, NULL);
     check_malloc("after the double free");
 
-    /* Damage is named: a batch whose count disagrees with its list. */
+    /* Damage is named: a batch whose count disagrees with the bytes counted (X3), a slot that
+     * holds no cached block (X1), the bytes miscounted (X3). */
     rp_xfer *x = rp_xfer_of(arena);
     int damaged = 0;
     for (unsigned c = 0; c < RP_TC_CLASSES && !damaged; c++) {
         if (x->n[c]) {
-            x->slot[c][0].count++;
             char why[256];
+            uint8_t count = x->count[c][0];
+            x->count[c][0] = count < RP_XFER_BATCH ? count + 1 : count - 1;
+            CHECK(rp_malloc_check(why, sizeof why) != 0 && strncmp(why, "X3", 2) == 0);
+            x->count[c][0] = RP_XFER_BATCH + 1;
+            CHECK(rp_malloc_check(why, sizeof why) != 0 && strncmp(why, "X2", 2) == 0);
+            x->count[c][0] = count;
+            void *saved = x->store[c][0][0];
+            x->store[c][0][0] = (char *)saved + 16;
             CHECK(rp_malloc_check(why, sizeof why) != 0 && strncmp(why, "X1", 2) == 0);
-            x->slot[c][0].count--;
+            x->store[c][0][0] = saved;
             x->bytes += 16;
             CHECK(rp_malloc_check(why, sizeof why) != 0 && strncmp(why, "X3", 2) == 0);
             x->bytes -= 16;
