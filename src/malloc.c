@@ -98,24 +98,43 @@ static inline void *malloc_impl(size_t size)
     return alloc_general(size, RP_MIN_ALIGN);
 }
 
+/* A page bin's top block for a request of size bytes aligned to align (> 16): requests of at
+ * most RP_TC_PAGE_BINS pages that the page tier serves (tier.h: page alignment, or e.g. 3072
+ * bytes aligned to 1024, which a span would pad to a page anyway) when the top block is
+ * aligned enough. NULL otherwise; never touches errno. rp_wants_pages is 0 below an alignment
+ * of 1024 unless the size is large. */
+static inline void *aligned_from_page_bin(rp_tcache *tc, size_t align, size_t size)
+{
+    /* The size is bounded before it is rounded: near SIZE_MAX the rounding wraps to 0 pages. */
+    if (align >= 1024 && size != 0 && size <= ((size_t)RP_TC_PAGE_BINS << RP_PAGE_SHIFT) && RP_HOOK_PREFIX == 0 &&
+        rp_wants_pages(tc->arena, size, align))
+        return rp_tc_page_pop(tc, (size + RP_PAGE_SIZE - 1) >> RP_PAGE_SHIFT, align);
+    return NULL;
+}
+
 /* align: a power of two. */
 static inline void *aligned_impl(size_t align, size_t size)
 {
     if (align <= RP_MIN_ALIGN)
         return malloc_impl(size);
-    /* Requests of at most RP_TC_PAGE_BINS pages that the page tier serves (tier.h: page
-     * alignment, or e.g. 3072 bytes aligned to 1024, which a span would pad to a page anyway)
-     * come straight from a page bin when it has a block aligned enough, without the general
-     * path's call. rp_wants_pages is 0 below an alignment of 1024 unless the size is large. */
     rp_tcache *tc = rp_tc_self;
-    /* The size is bounded before it is rounded: near SIZE_MAX the rounding wraps to 0 pages. */
-    if (RP_LIKELY(tc != NULL) && align >= 1024 && size != 0 && size <= ((size_t)RP_TC_PAGE_BINS << RP_PAGE_SHIFT) &&
-        RP_HOOK_PREFIX == 0 && rp_wants_pages(tc->arena, size, align)) {
-        void *p = rp_tc_page_pop(tc, (size + RP_PAGE_SIZE - 1) >> RP_PAGE_SHIFT, align);
-        if (p)
-            return p;
+    void *p = RP_LIKELY(tc != NULL) ? aligned_from_page_bin(tc, align, size) : NULL;
+    return p ? p : alloc_general(size, align);
+}
+
+/* What posix_memalign can hand out without a call, so without touching errno: a small class
+ * bin's top block (alignment 16 or less) or a page bin's (aligned_from_page_bin). NULL
+ * otherwise. */
+static inline void *aligned_cached(rp_tcache *tc, size_t align, size_t size)
+{
+    if (align <= RP_MIN_ALIGN) {
+        if (size > SMALL_REQUEST || RP_HOOK_PREFIX != 0)
+            return NULL;
+        unsigned i = (unsigned)((size + 15) >> 4);
+        unsigned c = i - (i != 0);
+        return tc->bins[c].count != 0 ? rp_tc_pop(tc, c) : NULL;
     }
-    return alloc_general(size, align);
+    return aligned_from_page_bin(tc, align, size);
 }
 
 /* ---- pointer classification ------------------------------------------------------------ */
@@ -383,11 +402,10 @@ void *reallocarray(void *p, size_t n, size_t size)
     return realloc_impl(p, total);
 }
 
-int posix_memalign(void **out, size_t align, size_t size)
+/* posix_memalign for what aligned_cached cannot serve: the general path may set errno, which
+ * posix_memalign must leave alone. */
+static RP_NOINLINE int posix_memalign_general(void **out, size_t align, size_t size)
 {
-    /* A power of two and a multiple of sizeof(void *); errno is left alone either way. */
-    if (align < sizeof(void *) || (align & (align - 1)) != 0)
-        return EINVAL;
     int *err = &errno;
     int saved = *err;
     void *p = aligned_impl(align, size);
@@ -396,6 +414,20 @@ int posix_memalign(void **out, size_t align, size_t size)
         return ENOMEM;
     *out = p;
     return 0;
+}
+
+int posix_memalign(void **out, size_t align, size_t size)
+{
+    /* A power of two and a multiple of sizeof(void *); errno is left alone either way. */
+    if (align < sizeof(void *) || (align & (align - 1)) != 0)
+        return EINVAL;
+    rp_tcache *tc = rp_tc_self;
+    void *p = RP_LIKELY(tc != NULL) ? aligned_cached(tc, align, size) : NULL;
+    if (RP_LIKELY(p != NULL)) {
+        *out = p;
+        return 0;
+    }
+    return posix_memalign_general(out, align, size);
 }
 
 void *aligned_alloc(size_t align, size_t size)
