@@ -40,6 +40,54 @@ uint64_t rp_malloc_foreign_frees; /* atomic; read by malloc_stats.c */
 
 /* ---- allocation ------------------------------------------------------------------------ */
 
+/* Requests of at most 1008 bytes (blocks of at most 1 KiB, the exact-step classes): the
+ * class is ceil(size / 16) - 1, and 0 for size 0. */
+#define SMALL_REQUEST (RP_TC_SMALL_MAX - RP_USER_OFFSET - RP_HOOK_SUFFIX)
+
+/* The class bin an aligned request is served from (align > 16, at most RP_TC_MAX_BLOCK;
+ * size at most TC_MAX_REQUEST; the span tier's request): the smallest class that holds the
+ * request's aligned block need. A class bin holds blocks of every alignment its size allows
+ * (size_class.h C4), so the block taken must be checked. RP_TC_CLASSES when none does. */
+static inline unsigned aligned_class(size_t size, size_t align)
+{
+    size_t need = rp_align_up(rp_span_block_need(size), align);
+    return need <= RP_TC_MAX_BLOCK ? rp_tc_class_of_need(need) : RP_TC_CLASSES;
+}
+
+/* What a request (align a power of two >= 16) can take from the thread cache tc without a
+ * call, so without touching errno: for an alignment of 16 its class bin's top block; for
+ * a request the page tier serves, of at most RP_TC_PAGE_BINS pages (tier.h: page alignment,
+ * or e.g. 3072 bytes aligned to 1024, which a span would pad to a page anyway), its page
+ * bin's top block; for any other request a class bin serves, that bin's top block. In each
+ * case only if the block is aligned enough; NULL otherwise (the general path decides). */
+static inline void *aligned_cached(rp_tcache *tc, size_t align, size_t size)
+{
+    if (RP_HOOK_PREFIX != 0)
+        return NULL;
+    if (align <= RP_MIN_ALIGN) {
+        unsigned c;
+        if (size <= SMALL_REQUEST) {
+            unsigned i = (unsigned)((size + 15) >> 4);
+            c = i - (i != 0);
+        } else if (size <= TC_MAX_REQUEST) {
+            c = rp_tc_class_of_need(rp_span_block_need(size));
+        } else {
+            return NULL;
+        }
+        return tc->bins[c].count != 0 ? rp_tc_pop(tc, c) : NULL;
+    }
+    /* The size is bounded before it is rounded: near SIZE_MAX the rounding wraps. */
+    if (size > ((size_t)RP_TC_PAGE_BINS << RP_PAGE_SHIFT))
+        return NULL;
+    if (rp_wants_pages(tc->arena, size, align))
+        return size != 0 ? rp_tc_page_pop(tc, (size + RP_PAGE_SIZE - 1) >> RP_PAGE_SHIFT, align) : NULL;
+    if (size > TC_MAX_REQUEST || align > RP_TC_MAX_BLOCK)
+        return NULL;
+    unsigned c = aligned_class(size, align);
+    void *p = c < RP_TC_CLASSES ? rp_tc_top(tc, c) : NULL;
+    return p && ((uintptr_t)p & (align - 1)) == 0 ? rp_tc_pop(tc, c) : NULL;
+}
+
 /* Any request: align is a power of two >= 16. The cache serves it when it fits a class
  * (a class whose size is a multiple of align: refill batches then keep every block aligned,
  * size_class.h C4) or a page bin; the block handed out must be aligned. */
@@ -50,30 +98,18 @@ static RP_NOINLINE void *alloc_general(size_t size, size_t align)
         tc = rp_tc_get_slow();
     rp_heap *h = tc ? tc->arena : rp_arena_fallback();
     if (tc && size <= RP_MAX_REQUEST) {
-        if (rp_wants_pages(h, size, align)) {
-            size_t npages = (size + RP_PAGE_SIZE - 1) >> RP_PAGE_SHIFT;
-            if (RP_HOOK_PREFIX == 0 && npages <= RP_TC_PAGE_BINS) {
-                void *p = rp_tc_page_pop(tc, npages ? npages : 1, align);
-                if (p)
-                    return p;
-            }
-        } else if (size <= TC_MAX_REQUEST && align <= RP_TC_MAX_BLOCK) {
-            size_t need = rp_align_up(rp_span_block_need(size), align);
-            if (need <= RP_TC_MAX_BLOCK) {
-                unsigned c = rp_tc_class_of_need(need);
-                void *p = rp_tc_top(tc, c);
-                if (p && ((uintptr_t)p & (align - 1)) == 0)
-                    return rp_tc_pop(tc, c);
+        void *p = aligned_cached(tc, align, size);
+        if (p)
+            return p;
+        /* A class bin with no block aligned enough refills (with blocks of that alignment). */
+        if (size <= TC_MAX_REQUEST && align <= RP_TC_MAX_BLOCK && !rp_wants_pages(h, size, align)) {
+            unsigned c = aligned_class(size, align);
+            if (c < RP_TC_CLASSES)
                 return rp_tc_refill(tc, c, size, align);
-            }
         }
     }
     return rp_alloc(h, size, align);
 }
-
-/* Requests of at most 1008 bytes (blocks of at most 1 KiB, the exact-step classes): the
- * class is ceil(size / 16) - 1, and 0 for size 0. */
-#define SMALL_REQUEST (RP_TC_SMALL_MAX - RP_USER_OFFSET - RP_HOOK_SUFFIX)
 
 static RP_NOINLINE void *malloc_cached(rp_tcache *tc, size_t size)
 {
@@ -98,43 +134,14 @@ static inline void *malloc_impl(size_t size)
     return alloc_general(size, RP_MIN_ALIGN);
 }
 
-/* A page bin's top block for a request of size bytes aligned to align (> 16): requests of at
- * most RP_TC_PAGE_BINS pages that the page tier serves (tier.h: page alignment, or e.g. 3072
- * bytes aligned to 1024, which a span would pad to a page anyway) when the top block is
- * aligned enough. NULL otherwise; never touches errno. rp_wants_pages is 0 below an alignment
- * of 1024 unless the size is large. */
-static inline void *aligned_from_page_bin(rp_tcache *tc, size_t align, size_t size)
-{
-    /* The size is bounded before it is rounded: near SIZE_MAX the rounding wraps to 0 pages. */
-    if (align >= 1024 && size != 0 && size <= ((size_t)RP_TC_PAGE_BINS << RP_PAGE_SHIFT) && RP_HOOK_PREFIX == 0 &&
-        rp_wants_pages(tc->arena, size, align))
-        return rp_tc_page_pop(tc, (size + RP_PAGE_SIZE - 1) >> RP_PAGE_SHIFT, align);
-    return NULL;
-}
-
 /* align: a power of two. */
 static inline void *aligned_impl(size_t align, size_t size)
 {
     if (align <= RP_MIN_ALIGN)
         return malloc_impl(size);
     rp_tcache *tc = rp_tc_self;
-    void *p = RP_LIKELY(tc != NULL) ? aligned_from_page_bin(tc, align, size) : NULL;
+    void *p = RP_LIKELY(tc != NULL) ? aligned_cached(tc, align, size) : NULL;
     return p ? p : alloc_general(size, align);
-}
-
-/* What posix_memalign can hand out without a call, so without touching errno: a small class
- * bin's top block (alignment 16 or less) or a page bin's (aligned_from_page_bin). NULL
- * otherwise. */
-static inline void *aligned_cached(rp_tcache *tc, size_t align, size_t size)
-{
-    if (align <= RP_MIN_ALIGN) {
-        if (size > SMALL_REQUEST || RP_HOOK_PREFIX != 0)
-            return NULL;
-        unsigned i = (unsigned)((size + 15) >> 4);
-        unsigned c = i - (i != 0);
-        return tc->bins[c].count != 0 ? rp_tc_pop(tc, c) : NULL;
-    }
-    return aligned_from_page_bin(tc, align, size);
 }
 
 /* ---- pointer classification ------------------------------------------------------------ */
