@@ -1094,8 +1094,9 @@ static void do_damage(uint8_t kind, uint8_t x)
         if (kind == 8) {
             POKE(pb->count, pb->limit + 1);
             expect_named("T2:", "a page bin above its limit");
-        } else if ((x & 1) && pb->count < pb->limit) {
-            /* Counted too (T3 holds), so that only the duplicate is wrong. */
+        } else if ((x & 1) && pb->count < pb->limit && tc->room >= (ptrdiff_t)PAGE) {
+            /* Counted too (T3 holds: the cache has room for one more page), so that only the
+             * duplicate is wrong. */
             POKE(pb->slot[pb->count], pb->slot[pb->count - 1]);
             POKE(pb->count, pb->count + 1);
             POKE(tc->room, tc->room - (ptrdiff_t)PAGE);
