@@ -1215,7 +1215,11 @@ static pid_t fork_or_fail(void)
 static int wait_for(pid_t pid)
 {
     int status;
-    EXPECT(waitpid(pid, &status, 0) == pid, "waitpid failed (errno %d)", errno);
+    /* libFuzzer's timers interrupt the wait (EINTR): wait again. */
+    pid_t got;
+    while ((got = waitpid(pid, &status, 0)) < 0 && errno == EINTR)
+        continue;
+    EXPECT(got == pid, "waitpid failed (errno %d)", errno);
     return status;
 }
 
