@@ -44,6 +44,18 @@ uint64_t rp_malloc_foreign_frees; /* atomic; read by malloc_stats.c */
  * class is ceil(size / 16) - 1, and 0 for size 0. */
 #define SMALL_REQUEST (RP_TC_SMALL_MAX - RP_USER_OFFSET - RP_HOOK_SUFFIX)
 
+/* The class bin of a request of at most TC_MAX_REQUEST bytes at the minimum alignment: the
+ * exact step up to SMALL_REQUEST (no table, no bit scan), the ceiling class of its block need
+ * above. */
+static inline unsigned min_align_class(size_t size)
+{
+    if (RP_LIKELY(size <= SMALL_REQUEST)) {
+        unsigned i = (unsigned)((size + 15) >> 4);
+        return i - (i != 0);
+    }
+    return rp_tc_class_of_need(rp_span_block_need(size));
+}
+
 /* The class bin an aligned request is served from (align > 16, at most RP_TC_MAX_BLOCK;
  * size at most TC_MAX_REQUEST; the span tier's request): the smallest class that holds the
  * request's aligned block need. A class bin holds blocks of every alignment its size allows
@@ -65,15 +77,9 @@ static inline void *aligned_cached(rp_tcache *tc, size_t align, size_t size)
     if (RP_HOOK_PREFIX != 0)
         return NULL;
     if (align <= RP_MIN_ALIGN) {
-        unsigned c;
-        if (size <= SMALL_REQUEST) {
-            unsigned i = (unsigned)((size + 15) >> 4);
-            c = i - (i != 0);
-        } else if (size <= TC_MAX_REQUEST) {
-            c = rp_tc_class_of_need(rp_span_block_need(size));
-        } else {
+        if (size > TC_MAX_REQUEST)
             return NULL;
-        }
+        unsigned c = min_align_class(size);
         return tc->bins[c].count != 0 ? rp_tc_pop(tc, c) : NULL;
     }
     /* The size is bounded before it is rounded: near SIZE_MAX the rounding wraps. */
@@ -113,7 +119,7 @@ static RP_NOINLINE void *alloc_general(size_t size, size_t align)
 
 static RP_NOINLINE void *malloc_cached(rp_tcache *tc, size_t size)
 {
-    unsigned c = rp_tc_class_of_need(rp_span_block_need(size));
+    unsigned c = min_align_class(size);
     if (tc->bins[c].count != 0)
         return rp_tc_pop(tc, c);
     return rp_tc_refill(tc, c, size, RP_MIN_ALIGN);
@@ -123,8 +129,7 @@ static inline void *malloc_impl(size_t size)
 {
     rp_tcache *tc = rp_tc_self;
     if (RP_LIKELY(tc != NULL && size <= SMALL_REQUEST && RP_HOOK_PREFIX == 0)) {
-        unsigned i = (unsigned)((size + 15) >> 4);
-        unsigned c = i - (i != 0);
+        unsigned c = min_align_class(size);
         if (RP_LIKELY(tc->bins[c].count != 0))
             return rp_tc_pop(tc, c);
         return rp_tc_refill(tc, c, size, RP_MIN_ALIGN);
