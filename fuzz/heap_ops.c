@@ -7,7 +7,8 @@
  *   shape[0]  bits 0-3 max_bytes = (v+1) * 512 KiB, bits 4-6 region_bytes = 16 KiB << v,
  *             bit 7 RP_HEAP_NO_OS (memory only from ADD_REGION)
  *   shape[1]  bits 0-2 large_threshold = 4 KiB << v, bits 3-5 retain_bytes = 32 KiB << v,
- *             bit 6 RP_HEAP_HUGE_PAGES (regions of 2 MiB and more are advised)
+ *             bit 6 RP_HEAP_HUGE_PAGES (regions of 2 MiB and more are advised), bit 7 a purge
+ *             delay of one hour (free memory beyond retain_bytes is kept: only trim returns it)
  * The heap is small and capped, so out-of-memory paths, region growth, retention and release
  * to the OS are all reached within a few operations. A second, plain heap receives blocks
  * moved by cross-heap realloc.
@@ -338,6 +339,7 @@ static void run(fuzz_input *in)
     m->cfg.flags = ((shape0 & 0x80) ? RP_HEAP_NO_OS : 0) | ((shape1 & 0x40) ? RP_HEAP_HUGE_PAGES : 0);
     m->cfg.large_threshold = (size_t)4096 << (shape1 & 7);
     m->cfg.retain_bytes = (size_t)32 << (10 + ((shape1 >> 3) & 7));
+    m->cfg.purge_delay_ms = (shape1 & 0x80) ? 3600000u : 0;
     m->h = rp_heap_create(&m->cfg);
     EXPECT(m->h, "rp_heap_create failed (errno %d)", errno);
     rp_heap_stats_t st;

@@ -13,7 +13,7 @@ heap_ops input format (fuzz/heap_ops.c is the authority):
     shape0: bits 0-3 max_bytes = (v+1) * 512 KiB, bits 4-6 region_bytes = 16 KiB << v,
             bit 7 RP_HEAP_NO_OS
     shape1: bits 0-2 large_threshold = 4 KiB << v, bits 3-5 retain_bytes = 32 KiB << v,
-            bit 6 RP_HEAP_HUGE_PAGES
+            bit 6 RP_HEAP_HUGE_PAGES, bit 7 purge_delay_ms = one hour (the excess is kept)
     then operations: an opcode byte (its low four bits; 15 does nothing yet) and its
     arguments, little-endian: 13 batch flags slot count size align (flags bit 0: free rather
     than allocate; bits 1-3: the free's stride - 1, 7 for -1; bits 4-5: one bad pointer, 1 twice in the
@@ -137,12 +137,13 @@ def u16(x):
     return bytes([x & 0xff, x >> 8 & 0xff])
 
 
-def shape(max_half_mib=16, region_log=4, no_os=False, large_log=4, retain_log=2, huge_pages=False):
+def shape(max_half_mib=16, region_log=4, no_os=False, large_log=4, retain_log=2, huge_pages=False,
+          purge_delay=False):
     """max_bytes = max_half_mib * 512 KiB; region = 16 KiB << region_log; threshold = 4 KiB <<
     large_log (4 = 64 KiB, the default); retain = 32 KiB << retain_log; huge_pages sets
-    RP_HEAP_HUGE_PAGES."""
+    RP_HEAP_HUGE_PAGES; purge_delay sets a purge delay of one hour."""
     return bytes([(max_half_mib - 1) | region_log << 4 | (0x80 if no_os else 0),
-                  large_log | retain_log << 3 | (0x40 if huge_pages else 0)])
+                  large_log | retain_log << 3 | (0x40 if huge_pages else 0) | (0x80 if purge_delay else 0)])
 
 
 def alloc(slot, size, align=0, second=False):
@@ -276,6 +277,10 @@ def heap_ops_seeds():
     # Retention and trimming: free page memory beyond retain_bytes goes back to the OS.
     s["seed-retain-trim"] = (shape(16, region_log=2, retain_log=0) + alloc_run(0, 30, 200000) + free_run(0, 30) +
                              check() + alloc_run(0, 10, 65536) + free_run(0, 10) + trim(0) + trim(2) + check())
+    # The same with a purge delay: the excess is kept until trim gives it back.
+    s["seed-retain-delayed"] = (shape(16, region_log=2, retain_log=0, purge_delay=True) + alloc_run(0, 30, 200000) +
+                                free_run(0, 30) + check() + alloc_run(0, 30, 200000) + free_run(0, 30) + trim(1) +
+                                check())
     # The OS refusing: region maps, unmaps and madvise fail one at a time.
     s["seed-os-fail"] = (shape(16, region_log=0, retain_log=0) + os_fail(1) + alloc(0, 100032) + alloc(1, 100032) +
                          os_fail(1) + free(1) + os_fail(2) + alloc_run(2, 8, 300032) + free_run(2, 8) +
@@ -602,7 +607,8 @@ def dump_parser_seeds():
 def options_seeds():
     s = {}
     s["seed-empty"] = b""
-    s["seed-all-keys"] = (b"cache_bytes=512K:retain_bytes=64M:stats=1:poison=off:alloc_fill=0xaa:free_fill=85:"
+    s["seed-all-keys"] = (b"cache_bytes=512K:retain_bytes=64M:purge_delay_ms=250:arenas=3:huge_pages=off:"
+                          b"stats=1:poison=off:alloc_fill=0xaa:free_fill=85:leak_exit_code=9:"
                           b"quarantine_bytes=1G:backtrace_depth=32:check_interval=1000:on_error=continue:"
                           b"leak_report=yes:report_path=/tmp/rampart.%p.log:dump_signal=SIGUSR2:"
                           b"dump_at_exit=true:dump_path=/tmp/heap.%p.%n.rpd")

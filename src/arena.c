@@ -65,6 +65,7 @@ static rp_heap *arena_create_locked(unsigned i)
     rp_heap_config cfg = {0};
     cfg.name = name;
     cfg.retain_bytes = rp_options_get()->retain_bytes;
+    cfg.purge_delay_ms = rp_options_get()->purge_delay_ms;
     /* Most of what a program allocates is small blocks carved from fresh spans: one fault per
      * 2 MiB instead of one per 4 KiB. */
     if (rp_options_get()->huge_pages)

@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <string.h>
 
+#include "clock.h"
 #include "hooks.h"
 #include "os.h"
 #include "pagemap.h"
@@ -168,12 +169,60 @@ static int release_region(rp_heap *h, rp_region *r)
     return 1;
 }
 
+/* Unmaps wholly free OS regions (every one with all_regions, else while more than
+ * keep_bytes may be resident), then decommits free page-tier blocks (in address order) until
+ * at most keep_bytes of free memory may be resident. Heap locked. */
+static void trim_locked(rp_heap *h, size_t keep_bytes, int all_regions)
+{
+    for (rp_region *r = h->regions, *next; r; r = next) {
+        next = r->next;
+        if (!r->map_base || ((all_regions || over_retention(h, keep_bytes)) && release_region(h, r)))
+            continue;
+        for (size_t i = 0; i < r->npages && over_retention(h, keep_bytes);) {
+            rp_page *d = &r->pages[i];
+            size_t n = (d->state == RP_PAGE_FREE || d->state == RP_PAGE_LARGE || d->state == RP_PAGE_SPAN) && d->npages ? d->npages : 1;
+            if (d->state == RP_PAGE_FREE)
+                decommit_free_block(h, r, d);
+            i += n;
+        }
+    }
+}
+
+/* The delayed policy (purge_delay_ms > 0), called when a release left the heap above its
+ * retention limit: the first such release starts the delay, the first one after it has
+ * passed trims the heap down to the limit. A program that frees a burst and allocates it
+ * again within the delay (a request loop, an interpreter's collections) then reuses its
+ * pages instead of faulting zeroed ones in again (with huge pages, decommitting parts of a
+ * 2 MiB page also splits it, and the refaults are 4 KiB ones); one that keeps its memory
+ * free gives it back at its first release after the delay. One clock read per release above
+ * the limit. */
+static void purge_later(rp_heap *h)
+{
+    uint64_t now = rp_clock_ms();
+    if (h->purge_due_ms == 0) {
+        h->purge_due_ms = now + h->purge_delay_ms;
+        return;
+    }
+    if (now < h->purge_due_ms)
+        return;
+    h->purge_due_ms = 0;
+    trim_locked(h, h->retain_bytes, 0);
+}
+
 void rp_heap_give_pages(rp_heap *h, rp_region *r, rp_page *d, size_t npages)
 {
     size_t first = rp_page_index(r, d);
     rp_page_tier_give(&h->pages, r, d, npages);
-    if (!r->map_base || !over_retention(h, h->retain_bytes))
+    if (!r->map_base)
         return;
+    if (!over_retention(h, h->retain_bytes)) {
+        h->purge_due_ms = 0; /* back under the limit: a later excess starts a new delay */
+        return;
+    }
+    if (h->purge_delay_ms) {
+        purge_later(h);
+        return;
+    }
     if (release_region(h, r))
         return;
     /* Give back the free blocks the run now lies in (merged with its free buddies): a few
@@ -194,18 +243,8 @@ size_t rp_heap_trim(rp_heap *h, size_t keep_bytes)
         return 0;
     rp_lock_acquire(&h->lock);
     size_t before = h->os_released;
-    for (rp_region *r = h->regions, *next; r; r = next) {
-        next = r->next;
-        if (!r->map_base || release_region(h, r))
-            continue;
-        for (size_t i = 0; i < r->npages && over_retention(h, keep_bytes);) {
-            rp_page *d = &r->pages[i];
-            size_t n = (d->state == RP_PAGE_FREE || d->state == RP_PAGE_LARGE || d->state == RP_PAGE_SPAN) && d->npages ? d->npages : 1;
-            if (d->state == RP_PAGE_FREE)
-                decommit_free_block(h, r, d);
-            i += n;
-        }
-    }
+    trim_locked(h, keep_bytes, 1);
+    h->purge_due_ms = 0;
     size_t released = h->os_released - before;
     rp_lock_release(&h->lock);
     return released;
@@ -220,6 +259,8 @@ static int config_valid(const rp_heap_config *c)
     if (c->region_bytes && c->region_bytes > RP_MAX_REGION * 64)
         return 0;
     if (c->flags & ~(unsigned)(RP_HEAP_NO_OS | RP_HEAP_HUGE_PAGES))
+        return 0;
+    if (c->purge_delay_ms > RP_MAX_PURGE_DELAY_MS)
         return 0;
     return 1;
 }
@@ -248,6 +289,7 @@ static rp_heap *heap_new(const rp_heap_config *cfg, int is_default)
     h->is_default = is_default;
     h->large_threshold = cfg->large_threshold ? cfg->large_threshold : RP_DEFAULT_LARGE_THRESHOLD;
     h->retain_bytes = cfg->retain_bytes ? cfg->retain_bytes : RP_DEFAULT_RETAIN;
+    h->purge_delay_ms = cfg->purge_delay_ms;
     h->max_bytes = cfg->max_bytes;
     size_t region = cfg->region_bytes ? cfg->region_bytes : RP_DEFAULT_REGION;
     h->next_region_pages = (size_t)1 << rp_ceil_log2((region + RP_PAGE_SIZE - 1) >> RP_PAGE_SHIFT);

@@ -16,6 +16,7 @@
 
 #define RP_DEFAULT_LARGE_THRESHOLD ((size_t)64 << 10)
 #define RP_DEFAULT_RETAIN ((size_t)32 << 20)
+#define RP_MAX_PURGE_DELAY_MS 3600000u /* rp_heap_config.purge_delay_ms */
 #define RP_DEFAULT_REGION ((size_t)4 << 20)
 #define RP_MAX_REGION ((size_t)256 << 20)  /* regions grow geometrically up to this */
 #define RP_HUGE_PAGE_BYTES ((size_t)2 << 20) /* a transparent huge page on x86-64 and arm64 (4 KiB base pages) */
@@ -45,6 +46,7 @@ struct rp_heap {
     int is_default;
     size_t large_threshold;
     size_t retain_bytes;
+    uint32_t purge_delay_ms;   /* 0: free pages above retain_bytes go back at once */
     size_t max_bytes;
     size_t span_pages;         /* preferred span size in pages */
     char name[32];
@@ -56,6 +58,8 @@ struct rp_heap {
     rp_page_tier pages;        /* page tier: free pages of every region */
     rp_region *regions;        /* sorted by base */
     rp_block *spare_span;      /* one wholly free span kept instead of returned (H4) */
+    uint64_t purge_due_ms;     /* delayed policy: when the heap above its retention limit is
+                                  trimmed (rp_clock_ms), 0 = no delay running */
 
     /* counters (rp_heap_stats) */
     size_t bytes_in_use, bytes_usable, blocks_in_use;
@@ -88,7 +92,8 @@ rp_page *rp_heap_take_pages(rp_heap *h, size_t npages, unsigned align_order);
 
 /* Returns npages pages at d to the page tier and applies the retention policy: above
  * retain_bytes of free pages, a wholly free OS region is unmapped, otherwise the pages just
- * freed are decommitted. */
+ * freed are decommitted; with a purge delay, the heap is instead trimmed to retain_bytes at
+ * the first release above the limit once the delay has passed. */
 void rp_heap_give_pages(rp_heap *h, rp_region *r, rp_page *d, size_t npages);
 
 /* rp_heap_stats with h already locked (h non-NULL): the counters consistent with a walk made

@@ -16,6 +16,8 @@ typedef struct rp_options {
     /* malloc drop-in */
     size_t cache_bytes;        /* cache_bytes: per-thread cache cap (default 256K) */
     size_t retain_bytes;       /* retain_bytes: free page memory kept mapped per heap (default 32M) */
+    unsigned purge_delay_ms;   /* purge_delay_ms: how long memory beyond retain_bytes stays
+                                  before it goes back (default 10000) */
     int huge_pages;            /* huge_pages: RP_HEAP_HUGE_PAGES on the malloc heaps (default 1) */
     int stats;                 /* stats: print rp_malloc_stats_print() at exit (default 0) */
     unsigned arenas;           /* arenas: heaps malloc spreads threads over, 1..64 (default 0 =

@@ -61,6 +61,13 @@ typedef struct rp_heap_config {
     size_t region_bytes;       /* size of the first region mapped from the OS (later ones
                                   double, up to 256 MiB); default 4 MiB. */
     unsigned flags;            /* RP_HEAP_* */
+    unsigned purge_delay_ms;   /* 0 (default): free memory beyond retain_bytes goes back to
+                                  the OS as it is freed. Otherwise it stays until the first
+                                  release of pages at least this long after the heap went
+                                  beyond the limit, which then trims the heap down to it
+                                  (rp_heap_trim does it at once): memory a program frees and
+                                  soon allocates again is reused instead of being faulted in
+                                  again as zeroed pages. At most 3600000 (one hour). */
 } rp_heap_config;
 
 /* Creates a heap. cfg NULL = all defaults. Memory comes from the OS on demand (unless

@@ -52,6 +52,13 @@ int main(void)
     CHECK(rp_options_parse("arenas=4", &m, record, &n) == 0 && m.arenas == 4);
     CHECK(rp_options_parse("arenas=65", &m, record, &n) == 1 && m.arenas == 4 && strstr(last, "arenas"));
     CHECK(rp_options_parse("arenas=0", &m, record, &n) == 0 && m.arenas == 0);
+    /* purge_delay_ms: 0 .. one hour, default 10 s. */
+    CHECK(m.purge_delay_ms == 10000);
+    CHECK(rp_options_parse("purge_delay_ms=0", &m, record, &n) == 0 && m.purge_delay_ms == 0);
+    CHECK(rp_options_parse("purge_delay_ms=250", &m, record, &n) == 0 && m.purge_delay_ms == 250);
+    CHECK(rp_options_parse("purge_delay_ms=3600001", &m, record, &n) == 1 && m.purge_delay_ms == 250 &&
+          strstr(last, "purge_delay_ms"));
+    CHECK(rp_options_parse("purge_delay_ms=-5", &m, record, &n) == 1 && m.purge_delay_ms == 250);
     n = 0;
     rp_options_parse("leak_exit_code=256", &o, record, &n);
     CHECK(n == 1 && strstr(last, "leak_exit_code") && o.leak_exit_code == 23);

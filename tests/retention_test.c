@@ -1,8 +1,13 @@
 /* Memory goes back to the OS: above retain_bytes of dirty free pages (freed after use), freed
  * runs are decommitted and a wholly free OS region is unmapped; fresh pages do not count; rp_heap_trim returns the rest on demand; destroy
- * returns everything. Measured with the OS module's counters (no timing). */
+ * returns everything. With a purge delay the excess stays until the first release after the
+ * delay. Measured with the OS module's counters; the delayed case only sleeps past its delay
+ * (no timing is asserted). */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 #include "rampart.h"
 #include "src/os.h"
@@ -10,6 +15,77 @@
 #include "testing.h"
 
 static size_t mapped(void) { return rp_os_mapped_bytes() - rp_pagemap_bytes(); }
+
+/* Allocates and writes 16 MiB in 256 KiB blocks of h, then frees them. */
+static void free_16m(rp_heap *h)
+{
+    void *p[64];
+    for (int i = 0; i < 64; i++) {
+        p[i] = rp_alloc(h, 256 << 10, 0);
+        CHECK(p[i] != NULL);
+        memset(p[i], 1, 256 << 10);
+    }
+    for (int i = 0; i < 64; i++)
+        rp_free(p[i]);
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0) {
+    }
+}
+
+/* The delayed policy (rp_heap_config.purge_delay_ms). */
+static void delayed_purge(void)
+{
+    rp_heap_stats_t st;
+    rp_heap_config cfg = {0};
+    cfg.region_bytes = (size_t)64 << 20;
+    cfg.retain_bytes = (size_t)2 << 20;
+    cfg.purge_delay_ms = 3600000; /* an hour: never reached here */
+    rp_heap *h = rp_heap_create(&cfg);
+    CHECK(h != NULL);
+    free_16m(h);
+    rp_heap_stats(h, &st);
+    printf("delay 1 h, 16 MiB freed: released %zu, dirty %zu\n", st.os_released, st.page_dirty_bytes);
+    CHECK(st.os_released == 0);
+    CHECK(st.page_dirty_bytes >= (size_t)14 << 20);
+    /* The kept pages are reused: a second burst maps nothing new and still gives nothing back. */
+    size_t os = st.os_bytes;
+    free_16m(h);
+    rp_heap_stats(h, &st);
+    CHECK(st.os_released == 0 && st.os_bytes == os);
+    CHECK_HEAP(h);
+    /* rp_heap_trim does not wait. */
+    CHECK(rp_heap_trim(h, cfg.retain_bytes) >= (size_t)12 << 20);
+    rp_heap_stats(h, &st);
+    CHECK(st.page_dirty_bytes <= cfg.retain_bytes);
+    rp_heap_destroy(h);
+
+    /* A short delay: once it has passed, a release above the limit trims the heap to it. Each
+     * round sleeps past the delay before its release, so the second round at the latest finds
+     * a delay started and passed (the first may only start one). */
+    cfg.purge_delay_ms = 20;
+    h = rp_heap_create(&cfg);
+    CHECK(h != NULL);
+    free_16m(h);
+    for (int round = 0; round < 3; round++) {
+        sleep_ms(30);
+        rp_free(rp_alloc(h, 256 << 10, 0));
+    }
+    rp_heap_stats(h, &st);
+    printf("delay 20 ms, after the delay: released %zu, dirty %zu\n", st.os_released, st.page_dirty_bytes);
+    CHECK(st.os_released >= (size_t)12 << 20);
+    CHECK(st.page_dirty_bytes <= cfg.retain_bytes);
+    CHECK_HEAP(h);
+    rp_heap_destroy(h);
+
+    /* Out of range: EINVAL. */
+    cfg.purge_delay_ms = 3600001;
+    errno = 0;
+    CHECK(rp_heap_create(&cfg) == NULL && errno == EINVAL);
+}
 
 int main(void)
 {
@@ -94,6 +170,7 @@ int main(void)
     CHECK_HEAP(b);
     rp_heap_destroy(b);
     rp_heap_destroy(h);
+    delayed_purge();
     CHECK(mapped() == base);
     TEST_MAIN_END();
 }
