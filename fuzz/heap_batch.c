@@ -45,9 +45,11 @@ static void alloc_batch(int s, int n, size_t size, size_t align)
 }
 
 /* rp_free_batch of the first heap's live blocks among n slots from s (every stride-th), plus
- * one bad pointer when asked (bits of `bad`): 1 the last pointer again (freed twice in one
- * batch), 2 a block of the second heap, 3 memory rampart never handed out. The good ones are
- * freed, exactly one report names the bad one, which is left alone. */
+ * one bad pointer when asked (`bad`): 1 the last pointer again (freed twice in one batch), 2 a
+ * block of the second heap, 3 memory rampart never handed out, 4 a 16-byte aligned interior
+ * pointer of a live block outside the batch (its "header" is user data: the batch's header
+ * fast path must refuse it), 5 a pointer freed earlier (stale). The good ones are freed,
+ * exactly one report names the bad one, which is left alone. */
 static void free_batch(int s, int n, int stride, unsigned bad)
 {
     void *ptrs[BATCH_MAX + 1];
@@ -78,6 +80,23 @@ static void free_batch(int s, int n, int stride, unsigned bad)
     } else if (bad == 3) {
         static _Alignas(16) unsigned char outside[256];
         wrong = outside + 64;
+    } else if (bad == 4) {
+        for (int i = 0; i < NSLOTS && !wrong; i++) {
+            int t = (s + n + i) % NSLOTS;
+            block *b = &model.slots[t];
+            int listed = 0;
+            for (size_t j = 0; j < k; j++)
+                listed |= slots[j] == t;
+            if (b->p && b->heap == 0 && !listed && b->usable > 16)
+                wrong = b->p + 16 * (1 + (size_t)i % ((b->usable - 1) / 16));
+        }
+    } else if (bad == 5) {
+        void *p = model.stale[(unsigned)s % STALE_RING];
+        block *holder = p ? live_block_at(p) : NULL;
+        if (p && !(holder && holder->p == p) && rp_heap_of(p) == model.heaps[0].h) {
+            wrong = p;
+            kinds |= KIND(RP_ERR_DOUBLE_FREE); /* or inside memory handed out again */
+        }
     }
     size_t total = k;
     if (wrong)
@@ -99,7 +118,7 @@ void do_batch(uint8_t flags, int s, uint8_t count, size_t size, size_t align)
 {
     int n = count % BATCH_MAX + 1;
     if (flags & 1)
-        free_batch(s, n, ((flags >> 1) & 7) == 7 ? NSLOTS - 1 : ((flags >> 1) & 7) + 1, (flags >> 4) & 3); /* 7: -1 */
+        free_batch(s, n, ((flags >> 1) & 7) == 7 ? NSLOTS - 1 : ((flags >> 1) & 7) + 1, (flags >> 4) & 7); /* 7: -1 */
     else
         alloc_batch(s, n, size, align);
 }

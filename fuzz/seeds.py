@@ -16,8 +16,8 @@ heap_ops input format (fuzz/heap_ops.c is the authority):
             bit 6 RP_HEAP_HUGE_PAGES, bit 7 purge_delay_ms = one hour (the excess is kept)
     then operations: an opcode byte (its low four bits; 15 does nothing yet) and its
     arguments, little-endian: 13 batch flags slot count size align (flags bit 0: free rather
-    than allocate; bits 1-3: the free's stride - 1, 7 for -1; bits 4-5: one bad pointer, 1 twice in the
-    batch, 2 the second heap's, 3 foreign; count: count + 1 blocks), 14 fresh-region where
+    than allocate; bits 1-3: the free's stride - 1, 7 for -1; bits 4-6: one bad pointer, 1 twice in the
+    batch, 2 the second heap's, 3 foreign, 4 an interior pointer of a live block, 5 a stale one; count: count + 1 blocks), 14 fresh-region where
     (a gigabyte of address space the address map has no leaf for). A size is 16 bits: the top 3 bits pick a range (0: 0..63,
     1: 0..1023, 2: 0..8191, 3: x*8, 4: x*64, 5: whole pages (up to 4 MiB), 6: around a page boundary,
     7: special values); an alignment byte is 0 (default), 1..23 for 2^(v-1), 24..31 for
@@ -203,13 +203,13 @@ def alloc_batch(slot, count, size, align=0):
     return bytes([OP_BATCH, 0, slot, count - 1]) + u16(size16(size)) + bytes([align8(align)])
 
 
-BAD_NONE, BAD_TWICE, BAD_OTHER_HEAP, BAD_FOREIGN = range(4)
+BAD_NONE, BAD_TWICE, BAD_OTHER_HEAP, BAD_FOREIGN, BAD_INTERIOR, BAD_STALE = range(6)
 
 
 def free_batch(slot, count, stride=1, bad=BAD_NONE):
     """rp_free_batch of the first heap's blocks among count slots from slot (every stride-th),
-    plus one bad pointer: the last one again, a block of the second heap, foreign memory.
-    stride 1..7, or -1."""
+    plus one bad pointer: the last one again, a block of the second heap, foreign memory, a
+    16-byte aligned interior pointer of a live block, a pointer freed before. stride 1..7, or -1."""
     return bytes([OP_BATCH, 1 | (7 if stride == -1 else stride - 1) << 1 | bad << 4, slot, count - 1]) + u16(0) + bytes([0])
 
 
@@ -227,6 +227,10 @@ def heap_ops_seeds():
                        alloc(200, 5000, 0, True) + free_batch(64, 64, 1, BAD_OTHER_HEAP) +
                        alloc_batch(0, 64, 8000) + alloc_batch(64, 64, 8000) + alloc_batch(128, 64, 16000) +
                        free_batch(0, 64, 3, BAD_FOREIGN) + check() + free_batch(63, 64, -1, BAD_TWICE) + check())
+    # The batch's header fast path refusing what is no live block: interior and stale pointers.
+    s["seed-batch-bad-headers"] = (shape(2) + alloc_batch(0, 64, 48) + alloc_batch(64, 64, 200) +
+                                   free_batch(0, 16, 1, BAD_INTERIOR) + free_batch(16, 16, 2, BAD_STALE) +
+                                   free_batch(64, 32, 1, BAD_STALE) + free_batch(100, 20, 1, BAD_INTERIOR) + check())
     # Caller memory where the address map has no leaf, the OS refusing the leaf; an edges
     # operation (the default report function, every error kind's name).
     s["seed-fresh-region"] = shape(4) + fresh_region(0) + fresh_region(7) + alloc(0, 100) + fresh_region(255) + edges()

@@ -5,6 +5,7 @@
 
 #include "batch.h"
 #include "heap.h"
+#include "header_snapshot.h"
 #include "hooks.h"
 #include "large.h"
 #include "locate.h"
@@ -185,6 +186,90 @@ static size_t run_release(rp_heap *h, pending_run *run, rp_fault *f)
     return run->count;
 }
 
+/* Adds span block b (at its address `at`, size bytes) to the pending run, first releasing
+ * the run when b touches neither end of it. Returns the blocks that release freed. */
+static inline size_t run_add(rp_heap *h, pending_run *run, rp_block *b, size_t size, rp_fault *f)
+{
+    uintptr_t at = (uintptr_t)b;
+    if (run->lo && at == run->hi) {
+        run->hi += size;
+        run->count++;
+        return 0;
+    }
+    if (run->lo && at + size == (uintptr_t)run->lo) {
+        run->lo = b;
+        run->count++;
+        return 0;
+    }
+    size_t freed = run_release(h, run, f);
+    run->lo = b;
+    run->hi = at + size;
+    run->count = 1;
+    return freed;
+}
+
+/* 1 (and a fault in *f) if the block whose header is at `at` lies in the pending run: it
+ * was freed earlier in this batch. */
+static int run_holds(rp_heap *h, const pending_run *run, uintptr_t at, void *p, rp_fault *f)
+{
+    if (!run->lo || at < (uintptr_t)run->lo || at >= run->hi)
+        return 0;
+    rp_fault_set(f, RP_ERR_DOUBLE_FREE, h, p, p, 0, "%p in heap '%s' is freed twice in one batch", p, h->name);
+    return 1;
+}
+
+/* One pointer of a batch, validated as rp_free validates it (the pending run released first
+ * unless p joins it). Returns the blocks freed. */
+RP_NO_SANITIZE_ADDRESS
+static size_t batch_free_one(rp_heap *h, void *p, pending_run *run, rp_fault *f)
+{
+    rp_region *r = rp_pagemap_lookup(p);
+    rp_block *b = rp_block_of_user(p);
+    rp_located loc;
+    if (!r || r->heap != h) {
+        rp_fault_set(f, RP_ERR_INVALID_FREE, h, p, NULL, 0, "%p is not a block of heap '%s' (batch free)", p, h->name);
+        return 0;
+    }
+    if (run_holds(h, run, (uintptr_t)b, p, f))
+        return 0;
+    /* The common case, the malloc drop-in's flushes, as free()'s fast path establishes it: a
+     * 16-byte aligned pointer into h's pages that is not page aligned has its header in its
+     * own page, and a header there whose check word is valid under the secret, marked live,
+     * is a live span block (the core marks every header it retires free, so no stale live
+     * header outlives its block). Everything else takes rp_locate's full validation. */
+    uint32_t size;
+    if (RP_HOOK_PREFIX == 0 && ((uintptr_t)p & (RP_GRANULE - 1)) == 0 && ((uintptr_t)p & (RP_PAGE_SIZE - 1)) != 0 &&
+        rp_header_live(h->secret, b, &size))
+        return run_add(h, run, b, size, f);
+    if (rp_locate(h, r, p, &loc, f) != 0)
+        return 0;
+    if (loc.tier == RP_TIER_SPAN && RP_HOOK_PREFIX == 0)
+        return run_add(h, run, loc.block, loc.block->size, f);
+    size_t freed = run_release(h, run, f);
+    rp_fault mine;
+    mine.kind = 0;
+    core_free(h, p, &loc, &mine);
+    if (mine.kind)
+        rp_fault_set(f, mine.kind, mine.heap, mine.address, mine.block, mine.block_size, "%s", mine.message);
+    else
+        freed++;
+    return freed;
+}
+
+/* Ends a batch: releases the pending run and the lock, reports the first fault. */
+static size_t batch_end(rp_heap *h, pending_run *run, rp_fault *f, size_t freed)
+{
+    rp_fault last;
+    last.kind = 0;
+    freed += run_release(h, run, &last);
+    if (last.kind && !f->kind)
+        *f = last;
+    rp_lock_release(&h->lock);
+    if (RP_UNLIKELY(f->kind))
+        rp_report_fault(f);
+    return freed;
+}
+
 size_t rp_free_batch(rp_heap *h, void *const *ptrs, size_t n)
 {
     rp_fault f;
@@ -193,58 +278,13 @@ size_t rp_free_batch(rp_heap *h, void *const *ptrs, size_t n)
     pending_run run = {NULL, 0, 0};
     rp_lock_acquire(&h->lock);
     for (size_t i = 0; i < n; i++) {
-        void *p = ptrs[i];
-        rp_region *r = rp_pagemap_lookup(p);
-        rp_located loc;
         rp_fault one;
         one.kind = 0;
-        uintptr_t at = (uintptr_t)rp_block_of_user(p);
-        if (!r || r->heap != h) {
-            rp_fault_set(&one, RP_ERR_INVALID_FREE, h, p, NULL, 0,
-                         "%p is not a block of heap '%s' (batch free)", p, h->name);
-        } else if (run.lo && at >= (uintptr_t)run.lo && at < run.hi) {
-            rp_fault_set(&one, RP_ERR_DOUBLE_FREE, h, p, p, 0, "%p in heap '%s' is freed twice in one batch", p,
-                         h->name);
-        } else if (rp_locate(h, r, p, &loc, &one) == 0) {
-            if (loc.tier == RP_TIER_SPAN && RP_HOOK_PREFIX == 0) {
-                /* Extend the pending run when the block touches either end of it. */
-                rp_block *b = loc.block;
-                if (run.lo && at == run.hi) {
-                    run.hi += b->size;
-                    run.count++;
-                } else if (run.lo && at + b->size == (uintptr_t)run.lo) {
-                    run.lo = b;
-                    run.count++;
-                } else {
-                    freed += run_release(h, &run, &one);
-                    run.lo = b;
-                    run.hi = at + b->size;
-                    run.count = 1;
-                }
-            } else {
-                freed += run_release(h, &run, &one);
-                rp_fault mine;
-                mine.kind = 0;
-                core_free(h, p, &loc, &mine);
-                if (mine.kind)
-                    rp_fault_set(&one, mine.kind, mine.heap, mine.address, mine.block, mine.block_size, "%s",
-                                 mine.message);
-                else
-                    freed++;
-            }
-        }
+        freed += batch_free_one(h, ptrs[i], &run, &one);
         if (one.kind && !f.kind)
             f = one;
     }
-    rp_fault last;
-    last.kind = 0;
-    freed += run_release(h, &run, &last);
-    if (last.kind && !f.kind)
-        f = last;
-    rp_lock_release(&h->lock);
-    if (RP_UNLIKELY(f.kind))
-        rp_report_fault(&f);
-    return freed;
+    return batch_end(h, &run, &f, freed);
 }
 
 size_t rp_usable_size(const void *p)

@@ -163,15 +163,6 @@ static void release_blocks(void **ptrs, size_t n)
     }
 }
 
-/* Clears the tags of blocks leaving the caches (T4) and frees them, one rp_free_batch per
- * heap. */
-static void release_untagged(void **ptrs, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        ((uint64_t *)ptrs[i])[1] = 0; /* T4 */
-    release_blocks(ptrs, n);
-}
-
 /* Returns blocks flushed from class bin c (their tags still set) to their arenas: each
  * arena's share goes to its transfer cache, in batches, as far as it has room; the rest (and
  * blocks of any other heap) have their tags cleared and are freed, one rp_free_batch per
@@ -190,8 +181,10 @@ static void release_flushed(unsigned c, void **ptrs, size_t n)
         }
         rp_xfer *x = rp_xfer_of(h);
         size_t kept = x ? rp_xfer_put(x, c, ptrs, k) : 0;
+        for (size_t i = kept; i < k; i++)
+            ((uint64_t *)ptrs[i])[1] = 0; /* T4 */
         if (kept < k)
-            release_untagged(ptrs + kept, k - kept);
+            rp_free_batch(h, ptrs + kept, k - kept);
         ptrs += k;
         n -= k;
     }
@@ -250,7 +243,7 @@ static void flush_fullest(rp_tcache *tc)
     unsigned best = 0, best_is_page = 0;
     size_t best_bytes = 0;
     for (unsigned c = 0; c < RP_TC_CLASSES; c++) {
-        size_t b = (size_t)tc->bins[c].count * rp_tc_class_size(c);
+        size_t b = (size_t)tc->bins[c].count * tc->bins[c].bytes; /* bytes: the class size (T3) */
         if (b > best_bytes) {
             best_bytes = b;
             best = c;
