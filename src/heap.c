@@ -133,6 +133,8 @@ static int over_retention(const rp_heap *h, size_t keep_bytes)
     return (rp_page_tier_dirty(&h->pages) << RP_PAGE_SHIFT) > keep_bytes;
 }
 
+static void trim_locked(rp_heap *h, size_t keep_bytes, int all_regions);
+
 rp_page *rp_heap_take_pages(rp_heap *h, size_t npages, unsigned align_order)
 {
     rp_page *d = rp_page_tier_take_run(&h->pages, npages, align_order);
@@ -140,6 +142,15 @@ rp_page *rp_heap_take_pages(rp_heap *h, size_t npages, unsigned align_order)
         return d;
     if (heap_grow(h, npages, align_order) == 0)
         return rp_page_tier_take_run(&h->pages, npages, align_order);
+    /* Under a cap, free memory the purge delay keeps mapped may be what stands in the way:
+     * what the immediate policy would have given back goes back now, and the heap tries
+     * again (a wholly free region it unmaps was too small for the request anyway). */
+    if (h->max_bytes && h->purge_due_ms) {
+        h->purge_due_ms = 0;
+        trim_locked(h, h->retain_bytes, 0);
+        if (heap_grow(h, npages, align_order) == 0)
+            return rp_page_tier_take_run(&h->pages, npages, align_order);
+    }
     /* Cannot grow (caller memory only, capped, or the OS refused): use free pages that are
      * contiguous but not one aligned block, rather than fail. */
     return rp_page_tier_take_run_assembled(&h->pages, npages, align_order);
