@@ -255,12 +255,11 @@ static int check_region_frame(checker *c, rp_region *r, const rp_region *prev)
                     r->npages);
     if (r->prev != prev || (prev && prev->base >= r->base))
         return fail(c, "R3/H3: region list is broken or unsorted at %p", (void *)r);
-    for (size_t i = 0; i < r->npages; i++) {
-        rp_page *d = &r->pages[i];
-        if (rp_pagemap_lookup((void *)rp_page_addr(r, d)) != r)
-            return fail(c, "M1: address map does not send page %p to its region %p", (void *)rp_page_addr(r, d),
-                        (void *)r);
-    }
+    _Static_assert(RP_PAGE_SHIFT == RP_PM_PAGE_SHIFT, "one map entry per page of a region");
+    size_t mapped = rp_pagemap_run_of((void *)r->base, r->npages, r);
+    if (mapped != r->npages)
+        return fail(c, "M1: address map does not send page %p to its region %p",
+                    (void *)(r->base + (mapped << RP_PAGE_SHIFT)), (void *)r);
     return 0;
 }
 

@@ -110,3 +110,23 @@ size_t rp_pagemap_bytes(void)
 void rp_pagemap_fork_prepare(void) { pthread_mutex_lock(&pm_lock); }
 void rp_pagemap_fork_parent(void) { pthread_mutex_unlock(&pm_lock); }
 void rp_pagemap_fork_child(void) { pthread_mutex_init(&pm_lock, NULL); }
+
+size_t rp_pagemap_run_of(const void *p, size_t npages, const struct rp_region *r)
+{
+    uintptr_t page = (uintptr_t)p >> RP_PM_PAGE_SHIFT;
+    size_t done = 0;
+    while (done < npages) {
+        uintptr_t at = page + done;
+        if (at >> (RP_PM_ROOT_BITS + RP_PM_LEAF_BITS))
+            return done;
+        rp_pm_leaf *leaf = __atomic_load_n(&rp_pm_root[at >> RP_PM_LEAF_BITS], __ATOMIC_ACQUIRE);
+        if (!leaf)
+            return done;
+        size_t k = at & (RP_PM_LEAF_ENTRIES - 1);
+        size_t end = RP_PM_LEAF_ENTRIES - k < npages - done ? RP_PM_LEAF_ENTRIES : k + (npages - done);
+        for (; k < end; k++, done++)
+            if (__atomic_load_n(&(*leaf)[k], __ATOMIC_ACQUIRE) != r)
+                return done;
+    }
+    return done;
+}

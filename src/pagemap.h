@@ -42,6 +42,11 @@ static inline struct rp_region *rp_pagemap_lookup(const void *p)
     return __atomic_load_n(&(*leaf)[page & (RP_PM_LEAF_ENTRIES - 1)], __ATOMIC_ACQUIRE);
 }
 
+/* The number of pages from p (page aligned) on, up to npages, that map to r: npages when
+ * all of them do (M1 for a region's page area). Reads each leaf once, then its entries in
+ * order (the checker's per-page test, without a tree walk per page). */
+size_t rp_pagemap_run_of(const void *p, size_t npages, const struct rp_region *r);
+
 /* Registers region r: maps every page of its page area to r, and records [lo, hi), all the
  * memory it occupies, metadata included. Returns 0; -1 when a leaf cannot be mapped; -2 when
  * [lo, hi) overlaps a registered region. Nothing changes on failure. */

@@ -145,8 +145,11 @@ run_fuzzer() {
     local args
     mapfile -t args < <(target_args "$target")
     local pids=() i
+    # libFuzzer replays the whole corpus before its clock starts counting, and malloc_api's
+    # inputs (forks, threads, a full heap check after most operations) take minutes to
+    # replay: the kill is for a fuzzer that hangs, not for a slow replay.
     for ((i = 0; i < procs; i++)); do
-        timeout -k 10 $((secs + 120)) "$bin" -max_total_time="$secs" -timeout=30 -rss_limit_mb=2048 \
+        timeout -k 10 $((secs + 900)) "$bin" -max_total_time="$secs" -timeout=30 -rss_limit_mb=2048 \
             -print_final_stats=1 -artifact_prefix="$art/" "${args[@]}" "$out" "$@" >"$logs/$i.log" 2>&1 &
         pids+=($!)
     done
