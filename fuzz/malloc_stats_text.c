@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "fuzz/expect.h"
+#include "src/options.h"
 
 /* ---- snapshots --------------------------------------------------------------------------- */
 
@@ -243,8 +244,32 @@ void stats_text_check(const char *text, const stats_snapshot *before, const stat
                     between(takes, m0->transfer_takes, m1->transfer_takes),
                 "%llu batches in and %llu out; rp_malloc_stats says %llu and %llu", puts, takes,
                 (unsigned long long)m1->transfer_puts, (unsigned long long)m1->transfer_takes);
+    char dirty[24], released[24], retain[24];
+    unsigned delay;
     line = strtok_r(NULL, "\n", &save);
     text_line++;
-    TEXT_EXPECT(!line, "more text after the transfer-cache line: '%s'", line);
+    TEXT_EXPECT(line && sscanf(line, "  arenas' free pages: %23s resident, %23s given back to the OS; retain_bytes %23[^,], "
+                                     "purge_delay_ms %u",
+                               dirty, released, retain, &delay) == 4,
+                "not the free-pages line: '%s'", line ? line : "(none)");
+    size_t dirty0 = 0, dirty1 = 0, released0 = 0, released1 = 0;
+    for (unsigned i = 0; i < RP_MAX_ARENAS; i++) {
+        if (before->has[i]) {
+            dirty0 += before->arena[i].page_dirty_bytes;
+            released0 += before->arena[i].os_released;
+        }
+        if (after->has[i]) {
+            dirty1 += after->arena[i].page_dirty_bytes;
+            released1 += after->arena[i].os_released;
+        }
+    }
+    expect_human(dirty, dirty0, dirty1, "the arenas' resident free pages");
+    expect_human(released, released0, released1, "bytes given back to the OS");
+    expect_human(retain, rp_options_get()->retain_bytes, rp_options_get()->retain_bytes, "retain_bytes");
+    TEXT_EXPECT(delay == rp_options_get()->purge_delay_ms, "purge_delay_ms %u, the option says %u", delay,
+                rp_options_get()->purge_delay_ms);
+    line = strtok_r(NULL, "\n", &save);
+    text_line++;
+    TEXT_EXPECT(!line, "more text after the free-pages line: '%s'", line);
     TEXT_EXPECT(text[strlen(text) - 1] == '\n', "the text does not end with a newline");
 }

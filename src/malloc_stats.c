@@ -11,6 +11,7 @@
 #include "arena.h"
 #include "heap.h"
 #include "malloc_stats.h"
+#include "options.h"
 #include "rampart_malloc.h"
 #include "thread_cache.h"
 #include "transfer_cache.h"
@@ -145,6 +146,18 @@ void rp_malloc_stats_print(rp_malloc_write_fn emit, void *arg)
     out(emit, arg, "  transfer caches: holding %s (counted in use above); batches in %llu, out %llu\n",
         human(ms.transfer_bytes, a, sizeof a), (unsigned long long)ms.transfer_puts,
         (unsigned long long)ms.transfer_takes);
+    /* The retention policy of the arenas (heap.h): what is kept, what went back. */
+    size_t dirty = 0, released = 0;
+    for (size_t i = 0; i < rs.n; i++) {
+        if (rs.row[i].arena) {
+            dirty += rs.row[i].st.page_dirty_bytes;
+            released += rs.row[i].st.os_released;
+        }
+    }
+    const rp_options *o = rp_options_get();
+    out(emit, arg, "  arenas' free pages: %s resident, %s given back to the OS; retain_bytes %s, purge_delay_ms %u\n",
+        human(dirty, a, sizeof a), human(released, b, sizeof b), human(o->retain_bytes, c, sizeof c),
+        o->purge_delay_ms);
 }
 
 int rp_malloc_stats(rp_malloc_stats_t *o)
