@@ -44,6 +44,15 @@ static void alloc_batch(int s, int n, size_t size, size_t align)
     }
 }
 
+/* 1 if slot t is among the first k of slots. */
+static int slot_listed(const int *slots, size_t k, int t)
+{
+    for (size_t j = 0; j < k; j++)
+        if (slots[j] == t)
+            return 1;
+    return 0;
+}
+
 /* rp_free_batch of the first heap's live blocks among n slots from s (every stride-th), plus
  * one bad pointer when asked (`bad`): 1 the last pointer again (freed twice in one batch), 2 a
  * block of the second heap, 3 memory rampart never handed out, 4 a 16-byte aligned interior
@@ -58,10 +67,7 @@ static void free_batch(int s, int n, int stride, unsigned bad)
     for (int i = 0; i < n; i++) {
         int t = (s + i * stride) % NSLOTS;
         block *b = &model.slots[t];
-        int listed = 0;
-        for (size_t j = 0; j < k; j++)
-            listed |= slots[j] == t;
-        if (!b->p || b->heap != 0 || listed)
+        if (!b->p || b->heap != 0 || slot_listed(slots, k, t))
             continue;
         verify_block(b, b->usable, "before a batch free");
         slots[k] = t;
@@ -84,10 +90,7 @@ static void free_batch(int s, int n, int stride, unsigned bad)
         for (int i = 0; i < NSLOTS && !wrong; i++) {
             int t = (s + n + i) % NSLOTS;
             block *b = &model.slots[t];
-            int listed = 0;
-            for (size_t j = 0; j < k; j++)
-                listed |= slots[j] == t;
-            if (b->p && b->heap == 0 && !listed && b->usable > 16)
+            if (b->p && b->heap == 0 && !slot_listed(slots, k, t) && b->usable > 16)
                 wrong = b->p + 16 * (1 + (size_t)i % ((b->usable - 1) / 16));
         }
     } else if (bad == 5) {

@@ -233,13 +233,11 @@ static size_t batch_free_one(rp_heap *h, void *p, pending_run *run, rp_fault *f)
     if (run_holds(h, run, (uintptr_t)b, p, f))
         return 0;
     /* The common case, the malloc drop-in's flushes, as free()'s fast path establishes it: a
-     * 16-byte aligned pointer into h's pages that is not page aligned has its header in its
-     * own page, and a header there whose check word is valid under the secret, marked live,
-     * is a live span block (the core marks every header it retires free, so no stale live
-     * header outlives its block). Everything else takes rp_locate's full validation. */
+     * pointer into h's pages whose header passes rp_user_header_live is a live span block
+     * (the core marks every header it retires free, so no stale live header outlives its
+     * block). Everything else takes rp_locate's full validation. */
     uint32_t size;
-    if (RP_HOOK_PREFIX == 0 && ((uintptr_t)p & (RP_GRANULE - 1)) == 0 && ((uintptr_t)p & (RP_PAGE_SIZE - 1)) != 0 &&
-        rp_header_live(h->secret, b, &size))
+    if (RP_HOOK_PREFIX == 0 && rp_user_header_live(&h->secret, p, &size))
         return run_add(h, run, b, size, f);
     if (rp_locate(h, r, p, &loc, f) != 0)
         return 0;

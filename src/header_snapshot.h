@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "block.h"
+#include "region.h"
 
 #if defined(__SANITIZE_THREAD__)
 #define RP_NO_SANITIZE_THREAD __attribute__((no_sanitize_thread))
@@ -39,6 +40,19 @@ static inline int rp_header_live(uint64_t secret, const rp_block *b, uint32_t *s
     *size = sz;
     return check == rp_block_check_fields(secret, (uintptr_t)b, prev_size, sz, bits) &&
            !(bits & (RP_HDR_FREE | RP_HDR_SENTINEL));
+}
+
+/* The test free()'s fast path and batch frees make of a user pointer p: 1 and *size set when
+ * p is 16-byte aligned and not page aligned (so the header in front of it lies in p's own
+ * page and can be read whatever p is) and that header is live under *secret; 0 otherwise,
+ * NULL and page-tier blocks (page aligned, no header) included. The secret is passed by
+ * address so that it is read only once p has passed the two address tests (by value, free()
+ * loaded it first and took two instructions more). */
+RP_NO_SANITIZE_THREAD RP_NO_SANITIZE_ADDRESS
+static inline int rp_user_header_live(const uint64_t *secret, const void *p, uint32_t *size)
+{
+    return ((uintptr_t)p & (RP_GRANULE - 1)) == 0 && ((uintptr_t)p & (RP_PAGE_SIZE - 1)) != 0 &&
+           rp_header_live(*secret, rp_block_of_user(p), size);
 }
 
 /* The size of the live block whose header is at b (see rp_header_live), or 0. */

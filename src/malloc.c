@@ -321,8 +321,7 @@ static inline __attribute__((always_inline)) void free_impl(void *p)
      * (what arena_span_block establishes, without the address map, the heap or the page
      * descriptor). Everything else, NULL included, takes free_slow. */
     uint32_t size;
-    if (RP_LIKELY(tc != NULL && ((uintptr_t)p & (RP_GRANULE - 1)) == 0 && ((uintptr_t)p & (RP_PAGE_SIZE - 1)) != 0 &&
-                  rp_header_live(tc->secret, rp_block_of_user(p), &size))) {
+    if (RP_LIKELY(tc != NULL && rp_user_header_live(&tc->secret, p, &size))) {
         free_span_block(tc, p, size);
         return;
     }
