@@ -179,6 +179,14 @@ static void *worker(void *arg)
  * consistent, and only this thread's cache is left. */
 static int child_checks(void)
 {
+    /* A deadlock in the child fails the test (SIGALRM) instead of hanging it. */
+    alarm(120);
+    /* The exchange is the test's own: a worker may have held its lock, or been half-way
+     * through an update, when the fork happened, and that thread does not exist here. The
+     * child starts from an empty exchange (the blocks in it stay allocated: the child
+     * exits soon). */
+    pthread_mutex_init(&exchange.lock, NULL);
+    exchange.n = 0;
     char why[256];
     void *p[1000];
     for (int i = 0; i < 1000; i++) {
