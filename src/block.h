@@ -81,18 +81,27 @@ static inline unsigned rp_block_align_log2(const rp_block *b)
 }
 
 /* The check word of a header at address addr holding these fields: the high half of one
- * 64-bit multiply by an odd constant of (secret ^ addr) + (size:bits), XOR prev_size times
- * another odd constant. Each step is injective in every field for the others fixed, and a
- * change of any single bit of the product's input changes its high half, so a header that
- * was overwritten, moved to another address or forged without the secret matches with
- * probability about 2^-32. One multiply on the critical path: free() validates a header on
- * every call. */
+ * 64-bit multiply by an odd constant of (secret ^ addr) + (size:prev_size), XOR bits times
+ * another odd constant (mod 2^32). Each step is injective in every field for the others
+ * fixed, and a change of any single bit of the product's input changes its high half, so a
+ * header that was overwritten, moved to another address or forged without the secret
+ * matches with probability about 2^-32. size:prev_size is the header's first 8 bytes as one
+ * little-endian word (rp_header_live loads it so), and the second multiply is a 32-bit one
+ * by an immediate: free() validates a header on every call, and this keeps it to two loads,
+ * one multiply on the critical path and no shifts of the fields. */
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "rp_block_check_word takes size:prev_size as one little-endian word"
+#endif
+static inline uint32_t rp_block_check_word(uint64_t secret, uintptr_t addr, uint64_t size_prev, uint32_t bits)
+{
+    uint64_t x = ((secret ^ (uint64_t)addr) + size_prev) ^ (uint32_t)(bits * 0x2545f491u);
+    return (uint32_t)((x * 0x9e3779b97f4a7c15ull) >> 32);
+}
+
 static inline uint32_t rp_block_check_fields(uint64_t secret, uintptr_t addr, uint32_t prev_size, uint32_t size,
                                              uint32_t bits)
 {
-    uint64_t x = (secret ^ (uint64_t)addr) + ((uint64_t)size << 32 | bits);
-    x ^= (uint64_t)prev_size * 0xc2b2ae3d27d4eb4full;
-    return (uint32_t)((x * 0x9e3779b97f4a7c15ull) >> 32);
+    return rp_block_check_word(secret, addr, (uint64_t)size << 32 | prev_size, bits);
 }
 
 RP_NO_SANITIZE_ADDRESS

@@ -4,11 +4,12 @@
  * The core rewrites a live block's prev_size, PREV_FREE bit and check word under the heap
  * lock whenever the block's left neighbour is carved or freed, so a reader without the lock
  * may see a mix of old and new fields. A snapshot loads each field once (relaxed atomic loads:
- * the values used are the values checked) and recomputes the check word for the header's
- * real address. A mixed snapshot fails the check (but for a 2^-32 chance) and the caller
- * takes the locked path; a passing one is a consistent header, and a live block's size never
- * changes while it is live. This is the one read in rampart that races with writers by
- * design, so ThreadSanitizer is told not to instrument it. */
+ * the values used are the values checked; prev_size and size as one 8-byte word) and
+ * recomputes the check word for the header's real address. A mixed snapshot fails the check
+ * (but for a 2^-32 chance) and the caller takes the locked path; a passing one is a
+ * consistent header, and a live block's size never changes while it is live. This is the
+ * one read in rampart that races with writers by design, so ThreadSanitizer is told not to
+ * instrument it. */
 #ifndef RP_HEADER_SNAPSHOT_H
 #define RP_HEADER_SNAPSHOT_H
 
@@ -30,15 +31,20 @@
 
 /* 1 and *size set when the header at b belongs to a live (allocated, not a sentinel) block
  * and its check word is valid under secret; 0 otherwise. */
+/* The header's first 8 bytes, prev_size and size, as the one word rp_block_check_word takes
+ * (one load instead of two and a shift). */
+typedef uint64_t __attribute__((may_alias)) rp_header_word;
+
+/* 1 and *size set when the header at b belongs to a live (allocated, not a sentinel) block
+ * and its check word is valid under secret; 0 otherwise. */
 RP_NO_SANITIZE_THREAD RP_NO_SANITIZE_ADDRESS
 static inline int rp_header_live(uint64_t secret, const rp_block *b, uint32_t *size)
 {
-    uint32_t prev_size = __atomic_load_n(&b->prev_size, __ATOMIC_RELAXED);
-    uint32_t sz = __atomic_load_n(&b->size, __ATOMIC_RELAXED);
+    uint64_t size_prev = __atomic_load_n((const rp_header_word *)(const void *)b, __ATOMIC_RELAXED);
     uint32_t bits = __atomic_load_n(&b->bits, __ATOMIC_RELAXED);
     uint32_t check = __atomic_load_n(&b->check, __ATOMIC_RELAXED);
-    *size = sz;
-    return check == rp_block_check_fields(secret, (uintptr_t)b, prev_size, sz, bits) &&
+    *size = (uint32_t)(size_prev >> 32);
+    return check == rp_block_check_word(secret, (uintptr_t)b, size_prev, bits) &&
            !(bits & (RP_HDR_FREE | RP_HDR_SENTINEL));
 }
 

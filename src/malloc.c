@@ -128,13 +128,14 @@ static RP_NOINLINE void *malloc_cached(rp_tcache *tc, size_t size)
 static inline void *malloc_impl(size_t size)
 {
     rp_tcache *tc = rp_tc_self;
-    if (RP_LIKELY(tc != NULL && size <= SMALL_REQUEST && RP_HOOK_PREFIX == 0)) {
-        unsigned c = min_align_class(size);
-        if (RP_LIKELY(tc->bins[c].count != 0))
-            return rp_tc_pop(tc, c);
-        return rp_tc_refill(tc, c, size, RP_MIN_ALIGN);
-    }
-    if (tc != NULL && size <= TC_MAX_REQUEST)
+    if (RP_LIKELY(size <= SMALL_REQUEST && RP_HOOK_PREFIX == 0)) {
+        if (RP_LIKELY(tc != NULL)) {
+            unsigned c = min_align_class(size);
+            if (RP_LIKELY(tc->bins[c].count != 0))
+                return rp_tc_pop(tc, c);
+            return rp_tc_refill(tc, c, size, RP_MIN_ALIGN);
+        }
+    } else if (tc != NULL && size <= TC_MAX_REQUEST)
         return malloc_cached(tc, size);
     return alloc_general(size, RP_MIN_ALIGN);
 }
@@ -212,8 +213,10 @@ static RP_NOINLINE void free_direct(void *p)
 static inline void free_span_block(rp_tcache *tc, void *p, size_t size)
 {
     rp_tc_bin *bin;
+    size_t bytes;
     if (RP_LIKELY(size <= RP_TC_SMALL_MAX)) {
         bin = rp_tc_small_bin_of_block(tc, size);
+        bytes = size; /* the class of exactly this size (T3) */
     } else {
         unsigned c = rp_tc_class_of_block(size);
         if (RP_UNLIKELY(c >= RP_TC_CLASSES)) {
@@ -221,13 +224,14 @@ static inline void free_span_block(rp_tcache *tc, void *p, size_t size)
             return;
         }
         bin = &tc->bins[c];
+        bytes = bin->bytes;
     }
     uint64_t tag = rp_tc_tag(tc->key, p, size);
     if (RP_UNLIKELY(((const uint64_t *)p)[1] == tag)) {
         report_cached(p, "free");
         return;
     }
-    rp_tc_push_bin(tc, bin, p, size, tag);
+    rp_tc_push_bin(tc, bin, p, size, tag, bytes);
 }
 
 static void free_page_aligned(void *p);
