@@ -322,6 +322,16 @@ void *rp_tc_refill(rp_tcache *tc, unsigned c, size_t size, size_t align)
      * refilled in batches. */
     if (rp_wants_pages(tc->arena, cs - RP_USER_OFFSET - RP_HOOK_SUFFIX, align))
         return rp_alloc(tc->arena, size, align);
+    /* A cache at its cap makes room for a batch first, from its fullest bins: otherwise a
+     * cache that filled up with blocks of some classes (a consumer's, with the classes it
+     * frees) would serve every miss in the others by a direct allocation under the heap
+     * lock, and keep the blocks it does not need. */
+    size_t batch = bin->limit < RP_XFER_BATCH ? bin->limit : RP_XFER_BATCH;
+    if (tc->room < (ptrdiff_t)(batch * cs)) {
+        int saved = errno; /* flushing may trim a heap, which may set it */
+        make_room(tc, batch * cs);
+        errno = saved;
+    }
     /* A batch that other threads flushed back to this thread's arena: O(1), no heap lock,
      * and no block's memory read. Any block of the class fits a request of the minimum
      * alignment. */
