@@ -174,9 +174,10 @@ void rpd_heap_encode(const rpd_heap *h, uint8_t out[RPD_HEAP_BYTES])
     rpd_put32(p, h->user_offset);     /* offset 224 */
     rpd_put32(p + 4, h->page_size);
     put_text(p + 8, RPD_NOTE_BYTES, h->note); /* 232..359 */
+    rpd_put64(out + RPD_HEAP_BYTES_1_0, h->purge_delay_ms); /* 1.1 */
 }
 
-void rpd_heap_decode(const uint8_t in[RPD_HEAP_BYTES], rpd_heap *h)
+void rpd_heap_decode(const uint8_t *in, size_t len, rpd_heap *h)
 {
     get_text(h->name, RPD_NAME_BYTES, in);
     h->address = rpd_get64(in + 32);
@@ -192,6 +193,7 @@ void rpd_heap_decode(const uint8_t in[RPD_HEAP_BYTES], rpd_heap *h)
     h->user_offset = rpd_get32(p);
     h->page_size = rpd_get32(p + 4);
     get_text(h->note, RPD_NOTE_BYTES, p + 8);
+    h->purge_delay_ms = len >= RPD_HEAP_BYTES ? rpd_get64(in + RPD_HEAP_BYTES_1_0) : RPD_UNRECORDED;
 }
 
 void rpd_region_encode(const rpd_region *r, uint8_t out[RPD_REGION_BYTES])

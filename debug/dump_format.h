@@ -28,7 +28,7 @@
 #define RPD_END_MAGIC "\x89RPDEND\n"
 #define RPD_MAGIC_BYTES 8
 #define RPD_VERSION_MAJOR 1        /* readers refuse a newer major version */
-#define RPD_VERSION_MINOR 0        /* minor versions only append fields / add section types */
+#define RPD_VERSION_MINOR 1        /* minor versions only append fields / add section types */
 #define RPD_BYTE_ORDER_LITTLE 1
 
 #define RPD_HEADER_BYTES 32
@@ -109,7 +109,9 @@ typedef struct rpd_process {
     char exe[RPD_EXE_BYTES]; /* NUL-terminated after decoding */
 } rpd_process;
 
-#define RPD_HEAP_BYTES 360
+#define RPD_HEAP_BYTES 368     /* written since 1.1 */
+#define RPD_HEAP_BYTES_1_0 360 /* the 1.0 record, without purge_delay_ms; readers accept both */
+#define RPD_UNRECORDED UINT64_MAX /* a field the dump's version does not have */
 typedef struct rpd_heap {
     char name[RPD_NAME_BYTES]; /* NUL-terminated after decoding */
     uint64_t address;          /* the heap's control block: identifies it across dumps */
@@ -126,6 +128,7 @@ typedef struct rpd_heap {
     uint32_t user_offset;      /* span blocks: bytes from block start to user pointer */
     uint32_t page_size;
     char note[RPD_NOTE_BYTES]; /* why the walk stopped, if RPD_HEAP_WALK_INCOMPLETE */
+    uint64_t purge_delay_ms;   /* 1.1: rp_heap_config.purge_delay_ms; RPD_UNRECORDED in 1.0 */
 } rpd_heap;
 
 #define RPD_REGION_BYTES 72
@@ -222,7 +225,9 @@ void rpd_entry_decode(const uint8_t in[RPD_ENTRY_BYTES], rpd_entry *e);
 void rpd_process_encode(const rpd_process *p, uint8_t out[RPD_PROCESS_BYTES]);
 void rpd_process_decode(const uint8_t in[RPD_PROCESS_BYTES], rpd_process *p);
 void rpd_heap_encode(const rpd_heap *h, uint8_t out[RPD_HEAP_BYTES]);
-void rpd_heap_decode(const uint8_t in[RPD_HEAP_BYTES], rpd_heap *h);
+/* in holds len bytes of the record: RPD_HEAP_BYTES_1_0 or more (fields beyond len are
+ * RPD_UNRECORDED). */
+void rpd_heap_decode(const uint8_t *in, size_t len, rpd_heap *h);
 void rpd_region_encode(const rpd_region *r, uint8_t out[RPD_REGION_BYTES]);
 void rpd_region_decode(const uint8_t in[RPD_REGION_BYTES], rpd_region *r);
 void rpd_class_encode(const rpd_class *c, uint8_t out[RPD_CLASS_BYTES]);

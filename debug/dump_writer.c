@@ -216,6 +216,7 @@ static void write_heap_record(rpd_encoder *e, rp_heap *h, uint32_t index, const 
     out.address = (uintptr_t)h;
     out.large_threshold = h->large_threshold;
     out.retain_bytes = h->retain_bytes;
+    out.purge_delay_ms = h->purge_delay_ms;
     out.max_bytes = h->max_bytes;
     out.config_flags = h->flags;
     out.bytes_in_use = st->bytes_in_use;

@@ -116,7 +116,7 @@ static uint8_t *first_record(uint8_t *buf, size_t len, uint32_t type)
     return buf + e.offset;
 }
 
-static void version_2(uint8_t *b, size_t n) { (void)n, rpd_put16(b + 8, 2); }
+static void version_2(uint8_t *b, size_t n) { (void)n, rpd_put16(b + 8, 2), rpd_put16(b + 10, 0); }
 static void big_endian(uint8_t *b, size_t n) { (void)n, b[12] = 2; }
 static void header_64(uint8_t *b, size_t n) { (void)n, rpd_put16(b + 14, 64); }
 static void footer_size(uint8_t *b, size_t n) { rpd_put64(b + n - RPD_FOOTER_BYTES + 8, n + 100); }
@@ -233,7 +233,7 @@ static void test_stacks(void)
 {
     synth_stack stacks[2] = {{5, 2, {0x1000, 0x2000}}, {6, 1, {0x3000}}};
     synth_block blocks[1] = {{16, RPD_STATE_USED, 5}};
-    synth_dump s = {1, "s", 1, 0x10000000, blocks, 1, stacks, 2, NULL, 0};
+    synth_dump s = {1, "s", 1, 0x10000000, blocks, 1, stacks, 2, NULL, 0, 0, 0};
     const char *path = tmp_path("stacks.rpd");
     REQUIRE(synth_write(&s, path) == 0);
     size_t len;

@@ -63,7 +63,7 @@ static void write_view(const process_view *pv, int n_alloc, int n_raw, uint64_t 
     synth_block blocks[64];
     make_stacks(pv, st, &map);
     size_t n = make_blocks(pv, blocks, n_alloc, n_raw);
-    synth_dump s = {1, "app", pid, pv->region_base, blocks, n, st, 3, &map, 1};
+    synth_dump s = {1, "app", pid, pv->region_base, blocks, n, st, 3, &map, 1, 0, 0};
     REQUIRE(synth_write(&s, path) == 0);
 }
 
@@ -141,7 +141,7 @@ static void test_sites(void)
     synth_mapping map;
     make_stacks(&a, st, &map);
     synth_block blocks[] = {{10, RPD_STATE_USED, 7}, {10, RPD_STATE_USED, 99}};
-    synth_dump s = {1, "app", 1, a.region_base, blocks, 2, st, 3, &map, 1};
+    synth_dump s = {1, "app", 1, a.region_base, blocks, 2, st, 3, &map, 1, 0, 0};
     const char *unknown = tmp_path("unknown.rpd");
     REQUIRE(synth_write(&s, unknown) == 0);
     v = rpdump_json(&r, "sites", "--json", unknown, NULL);
@@ -303,7 +303,7 @@ static void test_symbolize(void)
     synth_mapping m = {mi->m.start, mi->m.end, mi->m.load_bias, mi->path, mi->build_id, mi->m.build_id_len};
     synth_stack st = {3, 2, {pc_site, pc_main}};
     synth_block blocks[] = {{77, RPD_STATE_USED, 3}};
-    synth_dump s = {1, "sym", 1, 0x10000000, blocks, 1, &st, 1, &m, 1};
+    synth_dump s = {1, "sym", 1, 0x10000000, blocks, 1, &st, 1, &m, 1, 0, 0};
     const char *path = tmp_path("sym.rpd");
     REQUIRE(synth_write(&s, path) == 0);
     tool_run r;

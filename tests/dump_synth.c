@@ -1,3 +1,4 @@
+#define _GNU_SOURCE
 #include "dump_synth.h"
 
 #include <fcntl.h>
@@ -36,7 +37,7 @@ static unsigned span_class(uint64_t size)
 
 int synth_write(const synth_dump *s, const char *path)
 {
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
     if (fd < 0)
         return -1;
     static uint8_t buf[65536];
@@ -178,10 +179,12 @@ int synth_write(const synth_dump *s, const char *path)
     h.os_bytes = h.os_bytes_peak = r.map_len;
     h.user_offset = USER_OFFSET;
     h.page_size = PAGE;
+    h.purge_delay_ms = s->purge_delay_ms;
     uint8_t hraw[RPD_HEAP_BYTES];
     rpd_heap_encode(&h, hraw);
-    rpd_enc_begin(&e, RPD_SEC_HEAP, 0, RPD_HEAP_BYTES);
-    rpd_enc_record(&e, hraw, sizeof hraw);
+    uint32_t heap_bytes = s->version_1_0 ? RPD_HEAP_BYTES_1_0 : RPD_HEAP_BYTES; /* 1.0 ends before the delay */
+    rpd_enc_begin(&e, RPD_SEC_HEAP, 0, heap_bytes);
+    rpd_enc_record(&e, hraw, heap_bytes);
     rpd_enc_end(&e);
 
     rpd_enc_begin(&e, RPD_SEC_STACKS, RPD_NO_HEAP, 0);
@@ -211,5 +214,18 @@ int synth_write(const synth_dump *s, const char *path)
     }
     rpd_enc_end(&e);
     int rc = rpd_enc_finish(&e);
+    if (rc == 0 && s->version_1_0) {
+        /* The encoder writes the current minor version: patch the header to 1.0 (its CRC
+         * covers bytes 0..27). */
+        uint8_t raw[RPD_HEADER_BYTES];
+        rpd_header hd;
+        if (pread(fd, raw, sizeof raw, 0) != (ssize_t)sizeof raw)
+            rc = -1;
+        rpd_header_decode(raw, &hd);
+        hd.minor = 0;
+        rpd_header_encode(&hd, raw);
+        if (rc == 0 && pwrite(fd, raw, sizeof raw, 0) != (ssize_t)sizeof raw)
+            rc = -1;
+    }
     return close(fd) == 0 ? rc : -1;
 }

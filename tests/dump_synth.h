@@ -39,6 +39,8 @@ typedef struct synth_dump {
     size_t nstacks;
     const synth_mapping *maps;
     size_t nmaps;
+    int version_1_0;           /* write a 1.0 file: minor version 0, 360-byte heap record */
+    uint64_t purge_delay_ms;   /* the heap record's (1.1) */
 } synth_dump;
 
 /* Writes the dump to path. Returns 0 or -1. */

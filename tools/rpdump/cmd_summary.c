@@ -168,6 +168,10 @@ static void json_heap(json_out *j, const rpd_dump *d, const rpd_heap_info *h, co
     json_object_compact(j);
     json_kv_u64(j, "large_threshold", r->large_threshold);
     json_kv_u64(j, "retain_bytes", r->retain_bytes);
+    if (r->purge_delay_ms != RPD_UNRECORDED)
+        json_kv_u64(j, "purge_delay_ms", r->purge_delay_ms); /* absent from 1.0 dumps */
+    else
+        json_key(j, "purge_delay_ms"), json_null(j);
     json_kv_u64(j, "max_bytes", r->max_bytes);
     json_kv_u64(j, "flags", r->config_flags);
     json_object_end(j);

@@ -197,7 +197,7 @@ static uint32_t known_record_bytes(uint32_t type)
 {
     switch (type) {
     case RPD_SEC_PROCESS: return RPD_PROCESS_BYTES;
-    case RPD_SEC_HEAP: return RPD_HEAP_BYTES;
+    case RPD_SEC_HEAP: return RPD_HEAP_BYTES_1_0; /* 1.0 dumps have the shorter record */
     case RPD_SEC_REGIONS: return RPD_REGION_BYTES;
     case RPD_SEC_CLASSES: return RPD_CLASS_BYTES;
     case RPD_SEC_BLOCKS: return RPD_BLOCK_BYTES;
@@ -401,9 +401,10 @@ static int group_heaps(rpd_dump *d, rpd_error *err)
             return rpd_fail(err, table, "heap %zu has no %s section", i, missing);
         h->index = (uint32_t)i;
         uint8_t raw[RPD_HEAP_BYTES];
-        if (read_single(d, h->heap_sec, raw, sizeof raw, err) != 0)
+        size_t len = h->heap_sec->record_bytes < RPD_HEAP_BYTES ? h->heap_sec->record_bytes : RPD_HEAP_BYTES;
+        if (read_single(d, h->heap_sec, raw, len, err) != 0)
             return -1;
-        rpd_heap_decode(raw, &h->rec);
+        rpd_heap_decode(raw, len, &h->rec);
         uint8_t q[RPD_QUARANTINE_BYTES];
         if (read_single(d, h->quarantine_sec, q, sizeof q, err) != 0)
             return -1;

@@ -1,0 +1,105 @@
+/* Dump format compatibility (debug/DUMP_FORMAT.md, "Compatibility"): this writer's files are
+ * version 1.1, whose heap record ends with purge_delay_ms (368 bytes); rpdump still reads 1.0
+ * files, whose heap record stops before it (360 bytes), and says the field is not recorded
+ * instead of inventing a value. The same synthetic heap is written both ways, and a real
+ * heap's dump carries its configured delay. */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "debug/dump_format.h"
+#include "dump_synth.h"
+#include "dump_testing.h"
+#include "json_lite.h"
+#include "rampart.h"
+#include "rampart_dump.h"
+#include "testing.h"
+
+static const synth_block blocks[] = {
+    {100, RPD_STATE_USED, 0}, {40, RPD_STATE_FREE, 0}, {3000, RPD_STATE_USED, 0}, {64, RPD_STATE_USED, 0}};
+
+/* The record_bytes of the heap section of the dump at path (0 if there is none). */
+static uint32_t heap_record_bytes(const char *path)
+{
+    size_t len = 0;
+    uint8_t *buf = read_file(path, &len);
+    REQUIRE(buf);
+    uint32_t bytes = 0;
+    for (size_t i = 0; i < dump_section_count(buf, len); i++) {
+        rpd_entry e;
+        rpd_entry_decode(buf + dump_entry_offset(buf, len, i), &e);
+        if (e.type == RPD_SEC_HEAP)
+            bytes = e.record_bytes;
+    }
+    free(buf);
+    return bytes;
+}
+
+/* summary --json of path: its version, the heap's purge delay ("null" when not recorded) and
+ * live blocks. */
+static void check_summary(const char *path, const char *version, const char *delay, uint64_t live_blocks)
+{
+    tool_run r;
+    jv *v = rpdump_json(&r, "summary", "--json", path, NULL);
+    CHECKF(r.status == 0, "summary of %s: status %d: %s", path, r.status, r.err);
+    REQUIRE(v);
+    CHECKF(!strcmp(jv_str(jv_path(v, "version")), version), "%s: version %s", path, jv_str(jv_path(v, "version")));
+    const jv *d = jv_path(v, "heaps.0.config.purge_delay_ms");
+    REQUIRE(d);
+    const char *got = d->type == JV_NULL ? "null" : d->type == JV_NUMBER ? d->text : "(not a number)";
+    CHECKF(!strcmp(got, delay), "%s: purge_delay_ms %s, expected %s", path, got, delay);
+    CHECK(jv_u64(jv_path(v, "heaps.0.live.blocks")) == live_blocks);
+    jv_free(v);
+    tool_run_free(&r);
+    /* And the offline checker finds nothing wrong with either version. */
+    CHECK(rpdump_run(&r, "check", path, NULL) == 0 && r.status == 0);
+    tool_run_free(&r);
+}
+
+static void test_synthetic_1_0_and_1_1(void)
+{
+    synth_dump s = {1, "compat", 42, 0x7f0000000000ull, blocks, 4, NULL, 0, NULL, 0, 0, 5000};
+    const char *now = tmp_path("compat-1.1.rpd");
+    REQUIRE(synth_write(&s, now) == 0);
+    CHECK(heap_record_bytes(now) == RPD_HEAP_BYTES && RPD_HEAP_BYTES == 368);
+    check_summary(now, "1.1", "5000", 3);
+
+    s.version_1_0 = 1;
+    const char *old = tmp_path("compat-1.0.rpd");
+    REQUIRE(synth_write(&s, old) == 0);
+    CHECK(heap_record_bytes(old) == RPD_HEAP_BYTES_1_0 && RPD_HEAP_BYTES_1_0 == 360);
+    check_summary(old, "1.0", "null", 3);
+}
+
+static void test_real_heap_records_its_delay(void)
+{
+    rp_heap_config cfg = {0};
+    cfg.name = "delayed";
+    cfg.purge_delay_ms = 1234;
+    rp_heap *h = rp_heap_create(&cfg);
+    REQUIRE(h);
+    void *p = rp_alloc(h, 100, 16);
+    REQUIRE(p);
+    const char *path = tmp_path("delayed.rpd");
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    REQUIRE(fd >= 0);
+    CHECK(rp_heap_dump(h, fd) == 0);
+    close(fd);
+    char version[8];
+    snprintf(version, sizeof version, "%u.%u", RPD_VERSION_MAJOR, RPD_VERSION_MINOR);
+    check_summary(path, version, "1234", 1);
+    rp_free(p);
+    rp_heap_destroy(h);
+}
+
+int main(int argc, char **argv)
+{
+    REQUIRE(argc >= 2);
+    rpdump_path = argv[1];
+    test_synthetic_1_0_and_1_1();
+    test_real_heap_records_its_delay();
+    TEST_MAIN_END();
+}
