@@ -29,8 +29,6 @@
 #define RP_NO_SANITIZE_THREAD
 #endif
 
-/* 1 and *size set when the header at b belongs to a live (allocated, not a sentinel) block
- * and its check word is valid under secret; 0 otherwise. */
 /* The header's first 8 bytes, prev_size and size, as the one word rp_block_check_word takes
  * (one load instead of two and a shift). */
 typedef uint64_t __attribute__((may_alias)) rp_header_word;

@@ -3,6 +3,7 @@
  * map, H heap counters), one corruption is planted in a fresh heap and the checker must fail
  * naming that invariant. A clean heap passes. White-box: uses the internal headers. */
 #include <stdint.h>
+#include <stdio.h>
 
 #include "rampart.h"
 #include "src/heap.h"
@@ -58,6 +59,21 @@ int main(void)
     f = make(); /* K1: a header byte flipped */
     hdr(f.a)->check ^= 0x10;
     expect(f.h, "K1", "flipped check word");
+    rp_heap_destroy(f.h);
+
+    /* K1 for every single bit of the fields the check word covers (prev_size, size, bits:
+     * the check word takes prev_size and size as one 8-byte word, and bits apart), each
+     * flipped in turn and put back. A miss has a 2^-32 chance per flip. */
+    f = make();
+    for (unsigned bit = 0; bit < 96; bit++) {
+        uint32_t *field = bit < 32 ? &hdr(f.c)->prev_size : bit < 64 ? &hdr(f.c)->size : &hdr(f.c)->bits;
+        *field ^= 1u << (bit % 32);
+        char what[48];
+        snprintf(what, sizeof what, "header bit %u flipped", bit);
+        expect(f.h, "K1", what);
+        *field ^= 1u << (bit % 32);
+    }
+    CHECK_HEAP(f.h);
     rp_heap_destroy(f.h);
 
     f = make(); /* K3: boundary tag wrong (header resealed, so K1 holds) */
