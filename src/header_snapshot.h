@@ -55,7 +55,9 @@ static inline int rp_header_live(uint64_t secret, const rp_block *b, uint32_t *s
 RP_NO_SANITIZE_THREAD RP_NO_SANITIZE_ADDRESS
 static inline int rp_user_header_live(const uint64_t *secret, const void *p, uint32_t *size)
 {
-    return ((uintptr_t)p & (RP_GRANULE - 1)) == 0 && ((uintptr_t)p & (RP_PAGE_SIZE - 1)) != 0 &&
+    /* Given the first test, "not page aligned" is p & (RP_PAGE_SIZE - RP_GRANULE) != 0: one
+     * test of p itself each, no masked copy of p. */
+    return ((uintptr_t)p & (RP_GRANULE - 1)) == 0 && ((uintptr_t)p & (RP_PAGE_SIZE - RP_GRANULE)) != 0 &&
            rp_header_live(*secret, rp_block_of_user(p), size);
 }
 

@@ -128,12 +128,14 @@ static RP_NOINLINE void *malloc_cached(rp_tcache *tc, size_t size)
 static inline void *malloc_impl(size_t size)
 {
     rp_tcache *tc = rp_tc_self;
-    if (RP_LIKELY(size <= SMALL_REQUEST && RP_HOOK_PREFIX == 0)) {
+    /* 1 .. SMALL_REQUEST bytes (size 0 wraps around and takes malloc_cached): the class is
+     * then (size - 1) / 16, min_align_class without its test for 0. */
+    if (RP_LIKELY(size - 1 < SMALL_REQUEST && RP_HOOK_PREFIX == 0)) {
         if (RP_LIKELY(tc != NULL)) {
-            unsigned c = min_align_class(size);
+            unsigned c = (unsigned)((size - 1) >> 4);
             if (RP_LIKELY(tc->bins[c].count != 0))
                 return rp_tc_pop(tc, c);
-            return rp_tc_refill(tc, c, size, RP_MIN_ALIGN);
+            return malloc_cached(tc, size); /* the refill; c is not kept live for it */
         }
     } else if (tc != NULL && size <= TC_MAX_REQUEST)
         return malloc_cached(tc, size);
@@ -182,7 +184,7 @@ static int cached_anywhere(rp_region *r, const void *p)
     size_t size = arena_span_block(r, p);
     if (size) {
         uint64_t key = rp_tc_key();
-        return key && ((const uint64_t *)p)[1] == rp_tc_tag(key, p, size);
+        return key && ((const uint64_t *)p)[1] == rp_tc_tag(key, p);
     }
     rp_page *d = arena_page_block(r, p);
     return d && rp_tc_page_cached(d);
@@ -226,7 +228,7 @@ static inline void free_span_block(rp_tcache *tc, void *p, size_t size)
         bin = &tc->bins[c];
         bytes = bin->bytes;
     }
-    uint64_t tag = rp_tc_tag(tc->key, p, size);
+    uint64_t tag = rp_tc_tag(tc->key, p);
     if (RP_UNLIKELY(((const uint64_t *)p)[1] == tag)) {
         report_cached(p, "free");
         return;
@@ -294,7 +296,7 @@ static RP_NOINLINE void free_slow(void *p)
                 free_span_block(tc, p, size);
                 return;
             }
-            if (size && rp_tc_key() && ((const uint64_t *)p)[1] == rp_tc_tag(rp_tc_key(), p, size)) {
+            if (size && rp_tc_key() && ((const uint64_t *)p)[1] == rp_tc_tag(rp_tc_key(), p)) {
                 report_cached(p, "free");
                 return;
             }

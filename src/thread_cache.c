@@ -503,7 +503,7 @@ int rp_tc_check(rp_tcache *tc, char *why, size_t len)
         for (uint32_t k = 0; k < bin->count; k++) {
             const uint64_t *w = bin->slots[k];
             size_t size = w && !((uintptr_t)w & (RP_GRANULE - 1)) ? cached_span_size(w) : 0;
-            if (size < rp_tc_class_size(c) || size > RP_TC_MAX_CACHED_BLOCK || w[1] != rp_tc_tag(key, w, size)) {
+            if (size < rp_tc_class_size(c) || size > RP_TC_MAX_CACHED_BLOCK || w[1] != rp_tc_tag(key, w)) {
                 rc = rp_why(why, len, "T1: block %p in bin %u (%zu bytes) is not a live arena block of the class "
                                       "carrying its tag", (const void *)w, c, rp_tc_class_size(c));
                 break;

@@ -15,9 +15,9 @@
  *   class bins (bins[c]): span blocks by size class (size_class.h), a stack of pointers
  *     (slots[0 .. count-1], the last one freed on top) in the bin's own stretch of the
  *     cache's slot array. A cached block's word 1 (every span block has at least 16 usable
- *     bytes) holds its "cache tag", key XOR block address XOR block size: free() compares it
- *     to tell that a block is already cached (double free, whichever thread cached it), with
- *     a false-positive chance of 2^-64. It is only ever written (free) and cleared (malloc),
+ *     bytes) holds its "cache tag", key XOR block address: free() compares it to tell
+ *     that a block is already cached (double free, whichever thread cached it), with a
+ *     false-positive chance of 2^-64. It is only ever written (free) and cleared (malloc),
  *     never trusted: nothing is taken from a block's memory.
  *     Every block of bin c counts bins[c].bytes = class_size(c) against the cap (so that
  *     malloc need not read its size). A freed block of up to 1 KiB goes to the bin of exactly
@@ -107,10 +107,11 @@ int rp_tc_setup(void);
  * NULL when it cannot (see rp_tc_self); the caller then allocates directly from the heap. */
 rp_tcache *rp_tc_get_slow(void);
 
-/* The tag a cached block p of size bytes carries in word 1 (T4). */
-static inline uint64_t rp_tc_tag(uint64_t key, const void *p, size_t size)
+/* The tag a cached block p carries in word 1 (T4). A block's size cannot change while it is
+ * cached (it is live to its heap), so the address alone tells blocks apart. */
+static inline uint64_t rp_tc_tag(uint64_t key, const void *p)
 {
-    return key ^ (uint64_t)(uintptr_t)p ^ (uint64_t)size;
+    return key ^ (uint64_t)(uintptr_t)p;
 }
 
 /* The block malloc would take next from class bin c, or NULL when the bin is empty. */
@@ -137,7 +138,7 @@ static inline void *rp_tc_pop(rp_tcache *tc, unsigned c)
 void rp_tc_push_slow(rp_tcache *tc, void *p, size_t size, unsigned c);
 
 /* Caches the span block p (user pointer) of size bytes in bin (its floor class's);
- * tag = rp_tc_tag(tc->key, p, size), which the caller has computed for its double-free
+ * tag = rp_tc_tag(tc->key, p), which the caller has computed for its double-free
  * check; bytes = bin->bytes, which free's fast path knows without the load (a small block's
  * bin has the block's own size). */
 static inline void rp_tc_push_bin(rp_tcache *tc, rp_tc_bin *bin, void *p, size_t size, uint64_t tag, size_t bytes)
@@ -165,7 +166,7 @@ static inline rp_tc_bin *rp_tc_small_bin_of_block(rp_tcache *tc, size_t size)
 
 static inline void rp_tc_push(rp_tcache *tc, void *p, size_t size, unsigned c)
 {
-    rp_tc_push_bin(tc, &tc->bins[c], p, size, rp_tc_tag(tc->key, p, size), tc->bins[c].bytes);
+    rp_tc_push_bin(tc, &tc->bins[c], p, size, rp_tc_tag(tc->key, p), tc->bins[c].bytes);
 }
 
 /* Miss in class bin c for a request of size bytes aligned to align (16, or a power of two

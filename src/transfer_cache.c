@@ -127,7 +127,7 @@ int rp_xfer_check(rp_xfer *x, rp_heap *h, char *why, size_t len)
             for (unsigned i = 0; i < x->count[c][k]; i++) {
                 const uint64_t *w = x->store[c][k][i];
                 size_t size = batch_block_size(h, w);
-                if (size < rp_tc_class_size(c) || size > RP_TC_MAX_CACHED_BLOCK || w[1] != rp_tc_tag(key, w, size)) {
+                if (size < rp_tc_class_size(c) || size > RP_TC_MAX_CACHED_BLOCK || w[1] != rp_tc_tag(key, w)) {
                     rc = rp_why(why, len, "X1: block %p in a batch of class %u is not a live block of '%s' of the "
                                           "class carrying its tag", (const void *)w, c, h->name);
                     break;
