@@ -233,7 +233,7 @@ static inline void free_span_block(rp_tcache *tc, void *p, size_t size)
         report_cached(p, "free");
         return;
     }
-    rp_tc_push_bin(tc, bin, p, size, tag, bytes);
+    rp_tc_push_bin(tc, bin, p, tag, bytes);
 }
 
 static void free_page_aligned(void *p);

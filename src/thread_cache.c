@@ -273,17 +273,17 @@ static int make_room(rp_tcache *tc, size_t bytes)
     return tc->room >= (ptrdiff_t)bytes;
 }
 
-static void push_slow(rp_tcache *tc, void *p, size_t size, unsigned c);
+static void push_slow(rp_tcache *tc, void *p, unsigned c);
 
-void rp_tc_push_slow(rp_tcache *tc, void *p, size_t size, unsigned c)
+void rp_tc_push_slow(rp_tcache *tc, void *p, unsigned c)
 {
     /* free() must leave errno alone; heap trimming on the way may set it. */
     int saved = errno;
-    push_slow(tc, p, size, c);
+    push_slow(tc, p, c);
     errno = saved;
 }
 
-static void push_slow(rp_tcache *tc, void *p, size_t size, unsigned c)
+static void push_slow(rp_tcache *tc, void *p, unsigned c)
 {
     rp_tc_bin *bin = &tc->bins[c];
     if (bin->limit == 0 || bin->bytes > tc->cap) {
@@ -296,7 +296,7 @@ static void push_slow(rp_tcache *tc, void *p, size_t size, unsigned c)
         rp_free(p);
         return;
     }
-    rp_tc_push(tc, p, size, c);
+    rp_tc_push(tc, p, c);
 }
 
 int rp_tc_page_push_slow(rp_tcache *tc, void *p, rp_page *d)
@@ -363,7 +363,7 @@ void *rp_tc_refill(rp_tcache *tc, unsigned c, size_t size, size_t align)
     __atomic_store_n(&tc->refills, tc->refills + 1, __ATOMIC_RELAXED);
     /* Push the rest so that the lowest address comes out next. */
     for (size_t i = got; i-- > 1;)
-        rp_tc_push(tc, blocks[i], rp_block_of_user(blocks[i])->size, c);
+        rp_tc_push(tc, blocks[i], c);
     return blocks[0];
 }
 

@@ -135,18 +135,18 @@ static inline void *rp_tc_pop(rp_tcache *tc, unsigned c)
 }
 
 /* Slow path of rp_tc_push: the bin is full or the cache is at its cap. */
-void rp_tc_push_slow(rp_tcache *tc, void *p, size_t size, unsigned c);
+void rp_tc_push_slow(rp_tcache *tc, void *p, unsigned c);
 
-/* Caches the span block p (user pointer) of size bytes in bin (its floor class's);
- * tag = rp_tc_tag(tc->key, p), which the caller has computed for its double-free
- * check; bytes = bin->bytes, which free's fast path knows without the load (a small block's
- * bin has the block's own size). */
-static inline void rp_tc_push_bin(rp_tcache *tc, rp_tc_bin *bin, void *p, size_t size, uint64_t tag, size_t bytes)
+/* Caches the span block p (user pointer) in bin (its size's floor class's); tag =
+ * rp_tc_tag(tc->key, p), which the caller has computed for its double-free check; bytes =
+ * bin->bytes, which free's fast path knows without the load (a small block's bin has the
+ * block's own size). */
+static inline void rp_tc_push_bin(rp_tcache *tc, rp_tc_bin *bin, void *p, uint64_t tag, size_t bytes)
 {
     ptrdiff_t room = tc->room - (ptrdiff_t)bytes;
     unsigned n = bin->count;
     if (RP_UNLIKELY(n >= bin->limit || room < 0)) {
-        rp_tc_push_slow(tc, p, size, (unsigned)(bin - tc->bins));
+        rp_tc_push_slow(tc, p, (unsigned)(bin - tc->bins));
         return;
     }
     bin->slots[n] = p;
@@ -164,9 +164,10 @@ static inline rp_tc_bin *rp_tc_small_bin_of_block(rp_tcache *tc, size_t size)
     return (rp_tc_bin *)(void *)((char *)tc->bins + (size - 32));
 }
 
-static inline void rp_tc_push(rp_tcache *tc, void *p, size_t size, unsigned c)
+/* Caches the span block p in class bin c (p's floor class). */
+static inline void rp_tc_push(rp_tcache *tc, void *p, unsigned c)
 {
-    rp_tc_push_bin(tc, &tc->bins[c], p, size, rp_tc_tag(tc->key, p), tc->bins[c].bytes);
+    rp_tc_push_bin(tc, &tc->bins[c], p, rp_tc_tag(tc->key, p), tc->bins[c].bytes);
 }
 
 /* Miss in class bin c for a request of size bytes aligned to align (16, or a power of two
