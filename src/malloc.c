@@ -38,6 +38,8 @@
 
 uint64_t rp_malloc_foreign_frees; /* atomic; read by malloc_stats.c */
 
+static void examine_collected(rp_tcache *tc, uint32_t n); /* the free batch (T5), with free() */
+
 /* ---- allocation ------------------------------------------------------------------------ */
 
 /* Requests of at most 1008 bytes (blocks of at most 1 KiB, the exact-step classes): the
@@ -102,6 +104,8 @@ static RP_NOINLINE void *alloc_general(size_t size, size_t align)
     rp_tcache *tc = rp_tc_self;
     if (!tc)
         tc = rp_tc_get_slow();
+    else
+        rp_malloc_free_collected(tc); /* what the thread freed is reused before the heap grows */
     rp_heap *h = tc ? tc->arena : rp_arena_fallback();
     if (tc && size <= RP_MAX_REQUEST) {
         void *p = aligned_cached(tc, align, size);
@@ -117,12 +121,24 @@ static RP_NOINLINE void *alloc_general(size_t size, size_t align)
     return rp_alloc(h, size, align);
 }
 
+/* A miss in class bin c: the thread's collected frees go to their bins first (T5; they may
+ * hold a block of this class), then the bin refills. */
+static RP_NOINLINE void *malloc_miss(rp_tcache *tc, unsigned c, size_t size)
+{
+    if (tc->freed_n != 0) {
+        examine_collected(tc, tc->freed_n);
+        if (tc->bins[c].count != 0)
+            return rp_tc_pop(tc, c);
+    }
+    return rp_tc_refill(tc, c, size, RP_MIN_ALIGN);
+}
+
 static RP_NOINLINE void *malloc_cached(rp_tcache *tc, size_t size)
 {
     unsigned c = min_align_class(size);
     if (tc->bins[c].count != 0)
         return rp_tc_pop(tc, c);
-    return rp_tc_refill(tc, c, size, RP_MIN_ALIGN);
+    return malloc_miss(tc, c, size);
 }
 
 static inline void *malloc_impl(size_t size)
@@ -317,18 +333,94 @@ static RP_NOINLINE void free_page_aligned(void *p)
     free_slow(p);
 }
 
+/* One collected free, examined as free() would have examined it at its call: if the 16
+ * bytes in front of p (in p's own page: p is not page aligned) are a header whose check word
+ * is valid under the secret all arenas share (A3; the check covers the header's address), p
+ * is a live block of an arena (what arena_span_block establishes, without the address map,
+ * the heap or the page descriptor) and goes to its bin, or is reported if it is cached
+ * already; everything else takes free_slow. */
+static RP_NOINLINE void examine_one(rp_tcache *tc, void *p)
+{
+    uint32_t size;
+    if (rp_header_live(tc->secret, rp_block_of_user(p), &size))
+        free_span_block(tc, p, size);
+    else
+        free_slow(p);
+}
+
+/* Examines the first n collected frees of tc (T5 in thread_cache.h), in call order, as
+ * examine_one does. The common case, a live small block not cached yet whose bin and the
+ * cache have room, is done here, in place, with the cache's room kept in a register for the
+ * batch; anything else goes to examine_one with the room written back first. examine_one may
+ * call the report function, which may free memory itself and so overwrite tc->freed: the
+ * entries not examined yet are copied out before the first such call. (Not before the loop:
+ * the array was just written by 8-byte stores, and a wider copy would wait for them.) */
+static RP_NOINLINE void examine_collected(rp_tcache *tc, uint32_t n)
+{
+    void *rest[RP_TC_FREED_MAX];
+    void *const *batch = tc->freed;
+    tc->freed_n = 0;
+    const uint64_t secret = tc->secret, key = tc->key;
+    ptrdiff_t room = tc->room;
+    for (uint32_t i = 0; i < n; i++) {
+        void *p = batch[i];
+        uint32_t size;
+        if (RP_LIKELY(rp_header_live(secret, rp_block_of_user(p), &size) && size <= RP_TC_SMALL_MAX)) {
+            rp_tc_bin *bin = rp_tc_small_bin_of_block(tc, size); /* bytes = size (T3) */
+            uint64_t tag = rp_tc_tag(key, p);
+            unsigned count = bin->count;
+            if (RP_LIKELY(((const uint64_t *)p)[1] != tag && count < bin->limit && room >= (ptrdiff_t)size)) {
+                room -= (ptrdiff_t)size;
+                bin->slots[count] = p;
+                bin->count = (uint16_t)(count + 1);
+                ((uint64_t *)p)[1] = tag;
+                continue;
+            }
+        }
+        if (batch == tc->freed) {
+            memcpy(rest + i + 1, tc->freed + i + 1, (n - i - 1) * sizeof rest[0]);
+            batch = rest;
+        }
+        __atomic_store_n(&tc->room, room, __ATOMIC_RELAXED);
+        examine_one(tc, p);
+        room = tc->room;
+    }
+    __atomic_store_n(&tc->room, room, __ATOMIC_RELAXED);
+}
+
+void rp_malloc_free_collected(rp_tcache *tc)
+{
+    if (tc->freed_n != 0)
+        examine_collected(tc, tc->freed_n);
+}
+
 static inline __attribute__((always_inline)) void free_impl(void *p)
 {
     rp_tcache *tc = rp_tc_self;
-    /* Fast path, for a 16-byte aligned pointer that is not page aligned: it cannot be a
-     * page-tier block, and the 16 bytes in front of it lie in its own page, so they can be
-     * read whatever p is. If they are a header whose check word is valid under the secret all
-     * arenas share (A3; the check covers the header's address), p is a live block of an arena
-     * (what arena_span_block establishes, without the address map, the heap or the page
-     * descriptor). Everything else, NULL included, takes free_slow. */
-    uint32_t size;
-    if (RP_LIKELY(tc != NULL && rp_user_header_live(&tc->secret, p, &size))) {
-        free_span_block(tc, p, size);
+    /* Fast path, for a 16-byte aligned pointer that is not page aligned (so not a page-tier
+     * block, and its header would lie in its own page): collected into the thread's free
+     * batch with its header prefetched for writing, nothing of the block read now (T5 in
+     * thread_cache.h); a full batch is examined at once. The debug flavour examines the
+     * pointer here (its hooks report from free's own frame). Everything else, NULL included,
+     * takes the page-aligned or the slow path at its call. */
+    if (RP_LIKELY(tc != NULL && ((uintptr_t)p & (RP_GRANULE - 1)) == 0 &&
+                  ((uintptr_t)p & (RP_PAGE_SIZE - RP_GRANULE)) != 0)) {
+        if (RP_HOOK_PREFIX == 0) {
+            uint32_t n = tc->freed_n;
+            rp_prefetch_for_write(rp_block_of_user(p));
+            tc->freed[n] = p;
+            if (RP_UNLIKELY(++n >= tc->freed_limit))
+                examine_collected(tc, n);
+            else
+                tc->freed_n = n;
+            return;
+        }
+        uint32_t size;
+        if (rp_header_live(tc->secret, rp_block_of_user(p), &size)) {
+            free_span_block(tc, p, size);
+            return;
+        }
+        free_slow(p);
         return;
     }
     if (((uintptr_t)p & (RP_PAGE_SIZE - 1)) == 0) {
@@ -360,6 +452,9 @@ static void *realloc_impl(void *p, size_t size)
         free_impl(p);
         return NULL;
     }
+    /* A block this thread freed and has not examined yet (T5) is found cached below. */
+    if (rp_tc_self)
+        rp_malloc_free_collected(rp_tc_self);
     rp_region *r = rp_pagemap_lookup(p);
     if (!r)
         return realloc_foreign(p);

@@ -101,8 +101,11 @@ static void print_row(rp_malloc_write_fn emit, void *arg, const char *name, cons
         (unsigned long long)st->free_calls);
 }
 
+static void examine_own_frees(void);
+
 void rp_malloc_stats_print(rp_malloc_write_fn emit, void *arg)
 {
+    examine_own_frees();
     if (!emit) {
         emit = to_fd;
         arg = (void *)(intptr_t)STDERR_FILENO;
@@ -160,12 +163,24 @@ void rp_malloc_stats_print(rp_malloc_write_fn emit, void *arg)
         o->purge_delay_ms);
 }
 
+/* The calling thread's collected frees (T5 in thread_cache.h) examined, so that the counts
+ * include every free it made. */
+static void examine_own_frees(void)
+{
+    if (rp_tc_self) {
+        int saved = errno;
+        rp_malloc_free_collected(rp_tc_self);
+        errno = saved;
+    }
+}
+
 int rp_malloc_stats(rp_malloc_stats_t *o)
 {
     if (!o) {
         errno = EINVAL;
         return -1;
     }
+    examine_own_frees();
     memset(o, 0, sizeof *o);
     for (unsigned i = 0; i < RP_MAX_ARENAS; i++) {
         rp_heap *h = rp_arena_get(i);

@@ -11,7 +11,11 @@
  *
  * Memory comes from a few rampart heaps ("arenas", see the `arenas` option); each thread
  * keeps a bounded cache of small free blocks (`cache_bytes`) in front of them, so the common
- * malloc/free pair takes no lock. Options come from RAMPART_OPTIONS (src/options.h; e.g.
+ * malloc/free pair takes no lock. free() of a small block only records the pointer (and
+ * prefetches its header): a thread examines its recorded frees in batches (`free_batch`,
+ * default 32), so a double or invalid free is reported up to 31 frees after the call that
+ * made it, or at the thread's next cache miss, realloc, flush, stats call or exit;
+ * RAMPART_OPTIONS=free_batch=1 reports every one at its call. Options come from RAMPART_OPTIONS (src/options.h; e.g.
  * RAMPART_OPTIONS=stats=1:cache_bytes=1M).
  *
  * This header declares what the drop-in adds to the rampart API (rampart.h).
@@ -29,7 +33,8 @@ extern "C" {
 /* Receives a chunk of stats text (NUL-terminated, may hold several lines). */
 typedef void (*rp_malloc_write_fn)(void *arg, const char *text);
 
-/* Prints human-readable statistics: one block per heap (arenas, the default heap and any
+/* Prints human-readable statistics (the calling thread's recorded frees examined first, as
+ * rp_malloc_stats does): one block per heap (arenas, the default heap and any
  * heap the program created: bytes in use, free, mapped from the OS and its peak, calls),
  * the thread caches (how many, bytes cached, refills, flushes), the transfer caches and
  * totals.
@@ -53,11 +58,13 @@ typedef struct rp_malloc_stats {
     uint64_t transfer_takes;  /* batches refilled from them (no heap lock) */
 } rp_malloc_stats_t;
 
-/* Fills *out. Cache counters of other threads are read without stopping them, so they are a
+/* Fills *out. The calling thread's recorded frees are examined first (so its frees are all
+ * counted); cache counters of other threads are read without stopping them, so they are a
  * snapshot. Returns 0, or -1 with errno EINVAL for NULL. */
 int rp_malloc_stats(rp_malloc_stats_t *out);
 
-/* Returns every block in the calling thread's cache to its heap. */
+/* Examines the calling thread's recorded frees, then returns every block in its cache to
+ * its heap. */
 void rp_malloc_thread_flush(void);
 
 /* Checks every arena with rp_heap_check and its transfer cache, and the calling thread's

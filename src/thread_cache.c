@@ -28,6 +28,7 @@ static __thread unsigned char tc_state __attribute__((tls_model("initial-exec"))
 
 static uint64_t cache_key;  /* written once by rp_tc_setup, before `ready` is published */
 static size_t cache_cap;
+static uint32_t free_batch_limit = 1; /* every cache's freed_limit (T5) */
 static pthread_key_t exit_key;
 
 static pthread_mutex_t caches_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -46,6 +47,10 @@ int rp_tc_setup(void)
 #else
     cache_cap = rp_options_get()->cache_bytes;
 #endif
+    /* Frees are collected only where they are cached (T5): a cache with cap 0, and so the
+     * debug flavour, examines each free at its call. */
+    unsigned batch = rp_options_get()->free_batch;
+    free_batch_limit = cache_cap == 0 || batch <= 1 ? 1 : batch > RP_TC_FREED_MAX ? RP_TC_FREED_MAX : batch;
     return pthread_key_create(&exit_key, tc_thread_exit) == 0 ? 0 : -1;
 }
 
@@ -99,6 +104,7 @@ static rp_tcache *tc_create(void)
     tc->cap = cache_cap;
     tc->room = (ptrdiff_t)cache_cap;
     tc->arena = arena;
+    tc->freed_limit = free_batch_limit;
     tc->slot_count = slots;
     /* T2: the bins' stretches of slot_store, one after the other in class order. */
     void **next_slot = tc->slot_store;
@@ -231,6 +237,7 @@ static void flush_pages(rp_tcache *tc, unsigned i, uint32_t keep)
 
 void rp_tc_flush_all(rp_tcache *tc)
 {
+    rp_malloc_free_collected(tc);
     for (unsigned c = 0; c < RP_TC_CLASSES; c++)
         flush_tail(tc, c, 0);
     for (unsigned i = 0; i < RP_TC_PAGE_BINS; i++)
@@ -484,6 +491,15 @@ int rp_tc_check(rp_tcache *tc, char *why, size_t len)
             return rp_why(why, len, "T2: page bin %u holds %u blocks, above its limit %u", i, pb->count, pb->limit);
         counted += (size_t)pb->count * page_bin_bytes(i);
         listed += pb->count;
+    }
+    if (tc->freed_limit < 1 || tc->freed_limit > RP_TC_FREED_MAX || tc->freed_n >= tc->freed_limit)
+        return rp_why(why, len, "T5: the free batch holds %u frees, its limit is %u (at most %u)", tc->freed_n,
+                      tc->freed_limit, RP_TC_FREED_MAX);
+    for (uint32_t k = 0; k < tc->freed_n; k++) {
+        uintptr_t a = (uintptr_t)tc->freed[k];
+        if ((a & (RP_GRANULE - 1)) != 0 || (a & (RP_PAGE_SIZE - 1)) == 0)
+            return rp_why(why, len, "T5: collected free %u, %p, is not 16-byte aligned or is page aligned", k,
+                          tc->freed[k]);
     }
     if (tc->room < 0)
         return rp_why(why, len, "T3: the cache holds %zu bytes, above its cap of %zu", tc->cap - (size_t)tc->room,

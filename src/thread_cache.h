@@ -41,6 +41,20 @@
  *   T4  a block outside every cache (thread caches and the arenas' transfer caches,
  *       transfer_cache.h) carries neither its tag nor RP_PAGEF_CACHED (malloc clears them
  *       when it hands a block out, a flush before the block goes back to its heap).
+ *   T5  freed[0 .. freed_n-1] are the pointers this thread passed to free() since its free
+ *       batch was last examined, in call order, each 16-byte aligned and not page aligned,
+ *       nothing else known about them (free's fast path reads none of a block's memory);
+ *       freed_n < freed_limit <= RP_TC_FREED_MAX. A live block among them is still
+ *       allocated to its heap and in no bin, so nothing can hand it out.
+ * The free batch (T5) makes a free cheap when the block was last written by another CPU (a
+ * producer/consumer program): free() prefetches the block's header for writing and records
+ * the pointer, and the batch is examined when it is full (its headers have arrived by then),
+ * when the thread misses in a bin or allocates past its cache, reallocates, flushes, and at
+ * thread exit. Examining a pointer is what free() did at its call before: the header check
+ * (A3 in arena.h), the double-free check by tag and the push into its bin, or the slow path
+ * (other heaps, bad pointers: reported then, at most freed_limit - 1 frees after the call
+ * that passed them). freed_limit is option free_batch (default 32); 1 examines every free at
+ * its call, and so do caches with cap 0 and the debug flavour (which sees every free at once).
  * Bounded memory: a thread holds at most cap bytes by T3's count (option cache_bytes); an exiting thread's
  * cache goes back to the heaps (pthread key destructor); after fork(), the child keeps only
  * the forking thread's cache (the others' blocks stay allocated: their threads are gone and
@@ -59,6 +73,7 @@
 #define RP_TC_LIMIT_MAX 256  /* blocks per bin */
 #define RP_TC_PAGE_BINS 16   /* page-tier blocks of 1 .. 16 pages */
 #define RP_TC_PAGE_SLOTS 16  /* blocks per page bin */
+#define RP_TC_FREED_MAX 64   /* most frees collected before they are examined (T5) */
 
 typedef struct rp_tc_bin {
     void **slots;    /* T2: slots[0 .. count-1] hold the cached blocks, the last one freed on top */
@@ -84,8 +99,11 @@ typedef struct rp_tcache {
                                 (relaxed atomic), read by stats */
     size_t cap;              /* option cache_bytes (0: nothing is ever cached) */
     rp_heap *arena;          /* where refills and direct allocations come from */
+    uint32_t freed_n;        /* T5: frees collected, not examined yet */
+    uint32_t freed_limit;    /* T5: the batch is examined when it reaches this many */
     rp_tc_bin bins[RP_TC_CLASSES];
     rp_tc_pbin pbins[RP_TC_PAGE_BINS];
+    void *freed[RP_TC_FREED_MAX]; /* T5 */
     uint64_t refills;        /* slow-path counters, relaxed atomic */
     uint64_t flushes;
     struct rp_tcache *next, *prev; /* list of all caches (stats, fork) */
@@ -221,10 +239,15 @@ static inline int rp_tc_page_cached(const rp_page *d)
     return (__atomic_load_n(&d->flags, __ATOMIC_RELAXED) & RP_PAGEF_CACHED) != 0;
 }
 
-/* Returns every cached block to its heap. */
+/* Examines the frees tc has collected (T5), in call order, and empties its free batch; the
+ * code that does it is free()'s (malloc.c). Keeps errno. */
+void rp_malloc_free_collected(rp_tcache *tc);
+
+/* Examines the collected frees (rp_malloc_free_collected), then returns every cached block
+ * to its heap. */
 void rp_tc_flush_all(rp_tcache *tc);
 
-/* Verifies T1..T3 for tc (the caller's own cache). 0, or non-zero with a message. */
+/* Verifies T1..T3 and T5 for tc (the caller's own cache). 0, or non-zero with a message. */
 int rp_tc_check(rp_tcache *tc, char *why, size_t len);
 
 /* Totals over all live caches (a snapshot: other threads keep running). */
