@@ -12,7 +12,7 @@
  *            allocates a random shape: ns/op, and the p99.9 latency of one op;
  *   memory   the seed allocations with every page written: peak RSS / bytes requested;
  *   pairs    16-256 byte objects, each thread freeing what it allocated 16 ops earlier:
- *            ops/s (mallocs + frees) on 1, 2, 4, 8 threads;
+ *            ops/s (mallocs + frees) on 1, 2, 4, 8 threads, 10M iterations per run;
  *   prodcons 16-256 byte objects allocated by one thread and freed by the next (a ring of
  *            threads): ops/s on 1, 2, 4, 8 threads;
  *   program  whole programs (sqlite3, python3: the table in rpbench_programs.c) run under each
@@ -128,7 +128,18 @@ static double threads_cpu_ns[2][NALLOC][MAX_THREADS_LIST];  /* process CPU ns pe
 static double program_wall[NALLOC][MAX_PROGRAMS], program_cpu[NALLOC][MAX_PROGRAMS]; /* seconds */
 
 static int reps = 5, rounds = 10, per_round = 2000;
-static long churn_ops = 200000, thread_ops = 2000000;
+
+/* The scenarios whose single runs are short or noisiest get 2 * reps + 1 repetitions: seed
+ * (its flatness is the ratio of two single rounds) and the thread scenarios (runs of tens of
+ * milliseconds whose wall time, on a shared machine, moves by up to 2x between runs). */
+static int long_reps(void) { return 2 * reps + 1 < MAX_REPS ? 2 * reps + 1 : MAX_REPS; }
+/* thread_ops: the iterations (one malloc and one free each) a thread-scenario run does over
+ * all its threads. Runs of 2M last 10-20 ms and hold a fixed part (thread start, first
+ * touches, a vCPU waking up): pairs on one thread, 7 interleaved runs each, CPU ns per op
+ * (median, max) 3.37, 4.79 for rampart and 3.37, 4.23 for jemalloc at 2M against 3.09,
+ * 3.48 and 3.09, 3.44 at 10M, and no lower at 20M. The debug rows (glibc-asan runs the
+ * thread scenarios at a few M ops/s) do a tenth of it. */
+static long churn_ops = 200000, thread_ops = 10000000;
 static int nthreads_list = 4, threads_list[MAX_THREADS_LIST] = {1, 2, 4, 8};
 static int scenario_on[SC_COUNT] = {1, 1, 1, 1, 1, 1};
 static int alloc_on[NALLOC];
@@ -321,9 +332,7 @@ static void measure_case(int c)
             for (int r = 0; r < MAX_ROUNDS; r++)
                 seed_s[a][r][i] = -1;
         }
-    /* The seed runs are short and their flatness is the ratio of two single rounds, so they
-     * get more repetitions: 2 * reps + 1. */
-    int seed_reps = 2 * reps + 1 < MAX_REPS ? 2 * reps + 1 : MAX_REPS;
+    int seed_reps = long_reps();
     for (int rep = 0; rep < seed_reps; rep++) {
         snprintf(msg, sizeof msg, "%s rep %d/%d", cname, rep + 1, seed_reps);
         progress(msg);
@@ -366,22 +375,25 @@ static void measure_case(int c)
 
 static void measure_threads(int sc)
 {
-    char t_s[16], ops_s[24], out[256], msg[128];
+    char t_s[16], ops_s[24], debug_ops_s[24], out[256], msg[128];
     snprintf(ops_s, sizeof ops_s, "%ld", thread_ops);
+    snprintf(debug_ops_s, sizeof debug_ops_s, "%ld", thread_ops / 10 > 0 ? thread_ops / 10 : 1);
     for (int t = 0; t < nthreads_list; t++) {
         double samples[NALLOC][MAX_REPS], cpu[NALLOC][MAX_REPS];
         snprintf(t_s, sizeof t_s, "%d", threads_list[t]);
         for (int a = 0; a < NALLOC; a++)
             for (int i = 0; i < MAX_REPS; i++)
                 samples[a][i] = cpu[a][i] = -1;
-        for (int rep = 0; rep < reps; rep++) {
-            snprintf(msg, sizeof msg, "%s %d threads rep %d/%d", scenario_names[sc], threads_list[t], rep + 1, reps);
+        int thread_reps = long_reps();
+        for (int rep = 0; rep < thread_reps; rep++) {
+            snprintf(msg, sizeof msg, "%s %d threads rep %d/%d", scenario_names[sc], threads_list[t], rep + 1,
+                     thread_reps);
             progress(msg);
             for (int k = 0; k < NALLOC; k++) {
                 int a = (rep + k) % NALLOC;
                 if (!alloc_usable(a, "malloc"))
                     continue;
-                const char *args[] = {scenario_names[sc], t_s, ops_s};
+                const char *args[] = {scenario_names[sc], t_s, allocators[a].debug_row ? debug_ops_s : ops_s};
                 if (run_worker(a, args, 3, out, sizeof out) == 0) {
                     char *p = out;
                     samples[a][rep] = strtod(p, &p);
@@ -390,8 +402,8 @@ static void measure_threads(int sc)
             }
         }
         for (int a = 0; a < NALLOC; a++) {
-            threads_ops[sc - SC_PAIRS][a][t] = median(samples[a], reps);
-            threads_cpu_ns[sc - SC_PAIRS][a][t] = median(cpu[a], reps);
+            threads_ops[sc - SC_PAIRS][a][t] = median(samples[a], thread_reps);
+            threads_cpu_ns[sc - SC_PAIRS][a][t] = median(cpu[a], thread_reps);
         }
     }
 }
@@ -635,7 +647,7 @@ static void print_tables(void)
     if (scenario_on[SC_SEED]) {
         printf("\nseed: %d rounds x %d allocations, no frees -- ns/op (mean of rounds), [round %d / round 1]; "
                "%d repetitions\n",
-               rounds, per_round, rounds, 2 * reps + 1 < MAX_REPS ? 2 * reps + 1 : MAX_REPS);
+               rounds, per_round, rounds, long_reps());
         header_row("case", NULL);
         for (int c = 0; c < rpb_ncases; c++) {
             if (!case_selected(c))
@@ -707,9 +719,11 @@ static void print_tables(void)
     for (int sc = SC_PAIRS; sc <= SC_PRODCONS; sc++) {
         if (!scenario_on[sc])
             continue;
-        printf("\n%s: 16-256 byte objects, %s -- million ops/s (mallocs + frees)\n", scenario_names[sc],
+        printf("\n%s: 16-256 byte objects, %s -- million ops/s (mallocs + frees); %d repetitions\n",
+               scenario_names[sc],
                sc == SC_PAIRS ? "each thread frees what it allocated 16 ops before"
-                              : "allocated by one thread, freed by the next");
+                              : "allocated by one thread, freed by the next",
+               long_reps());
         header_row("threads", "malloc");
         for (int t = 0; t < nthreads_list; t++) {
             printf("%-14d", threads_list[t]);
@@ -912,8 +926,8 @@ static int write_json(const char *path, const char *machine)
     FILE *f = fopen(path, "w");
     if (!f)
         return -1;
-    fprintf(f, "{\n  \"machine\": \"%s\",\n  \"reps\": %d, \"rounds\": %d, \"per_round\": %d,\n", machine, reps,
-            rounds, per_round);
+    fprintf(f, "{\n  \"machine\": \"%s\",\n  \"reps\": %d, \"long_reps\": %d, \"rounds\": %d, \"per_round\": %d,\n",
+            machine, reps, long_reps(), rounds, per_round);
     fprintf(f, "  \"capture_ns\": ");
     json_num(f, capture_ns);
     fprintf(f, ",\n");
@@ -1169,9 +1183,9 @@ int main(int argc, char **argv)
     time_t now = time(NULL);
     char when[64];
     strftime(when, sizeof when, "%Y-%m-%d %H:%M", localtime(&now));
-    printf("rpbench %s -- %s\nmedians of %d interleaved repetitions (the machine may be shared: figures are "
-           "indicative)\n",
-           when, machine, reps);
+    printf("rpbench %s -- %s\nmedians of %d interleaved repetitions, %d for seed and the thread scenarios (the "
+           "machine may be shared: figures are indicative)\n",
+           when, machine, reps, long_reps());
     for (int a = 0; a < NALLOC; a++) {
         if (res_alloc[a].active)
             printf("  %-10s %s\n", allocators[a].name, allocators[a].what);
@@ -1229,7 +1243,7 @@ int main(int argc, char **argv)
             snprintf(path, sizeof path, "%s%srpbench.svg", wd ? wd : "", wd ? "/" : "");
         char caption[512];
         snprintf(caption, sizeof caption, "rpbench seed scenario: ns per allocation per round (%d x %d, median of %d) -- %s",
-                 rounds, per_round, 2 * reps + 1 < MAX_REPS ? 2 * reps + 1 : MAX_REPS, machine);
+                 rounds, per_round, long_reps(), machine);
         if (write_chart(path, caption) == 0)
             printf("chart: %s\n", path);
         else
