@@ -46,12 +46,13 @@ static inline int rp_header_live(uint64_t secret, const rp_block *b, uint32_t *s
            !(bits & (RP_HDR_FREE | RP_HDR_SENTINEL));
 }
 
-/* The test free()'s fast path and batch frees make of a user pointer p: 1 and *size set when
+/* The test batch frees (rp_free_batch) make of a user pointer p: 1 and *size set when
  * p is 16-byte aligned and not page aligned (so the header in front of it lies in p's own
  * page and can be read whatever p is) and that header is live under *secret; 0 otherwise,
  * NULL and page-tier blocks (page aligned, no header) included. The secret is passed by
- * address so that it is read only once p has passed the two address tests (by value, free()
- * loaded it first and took two instructions more). */
+ * address so that it is read only once p has passed the two address tests. (free() makes
+ * the two address tests at its call and reads the header with rp_header_live when it
+ * examines the pointer, malloc.c.) */
 RP_NO_SANITIZE_THREAD RP_NO_SANITIZE_ADDRESS
 static inline int rp_user_header_live(const uint64_t *secret, const void *p, uint32_t *size)
 {

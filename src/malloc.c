@@ -38,8 +38,6 @@
 
 uint64_t rp_malloc_foreign_frees; /* atomic; read by malloc_stats.c */
 
-static void examine_collected(rp_tcache *tc, uint32_t n); /* the free batch (T5), with free() */
-
 /* ---- allocation ------------------------------------------------------------------------ */
 
 /* Requests of at most 1008 bytes (blocks of at most 1 KiB, the exact-step classes): the
@@ -125,11 +123,9 @@ static RP_NOINLINE void *alloc_general(size_t size, size_t align)
  * hold a block of this class), then the bin refills. */
 static RP_NOINLINE void *malloc_miss(rp_tcache *tc, unsigned c, size_t size)
 {
-    if (tc->freed_n != 0) {
-        examine_collected(tc, tc->freed_n);
-        if (tc->bins[c].count != 0)
-            return rp_tc_pop(tc, c);
-    }
+    rp_malloc_free_collected(tc);
+    if (tc->bins[c].count != 0)
+        return rp_tc_pop(tc, c);
     return rp_tc_refill(tc, c, size, RP_MIN_ALIGN);
 }
 
@@ -333,13 +329,15 @@ static RP_NOINLINE void free_page_aligned(void *p)
     free_slow(p);
 }
 
-/* One collected free, examined as free() would have examined it at its call: if the 16
+/* A pointer free() was given, examined as free() examines it (at its call in the debug
+ * flavour, in its batch otherwise): if the 16
  * bytes in front of p (in p's own page: p is not page aligned) are a header whose check word
  * is valid under the secret all arenas share (A3; the check covers the header's address), p
  * is a live block of an arena (what arena_span_block establishes, without the address map,
  * the heap or the page descriptor) and goes to its bin, or is reported if it is cached
- * already; everything else takes free_slow. */
-static RP_NOINLINE void examine_one(rp_tcache *tc, void *p)
+ * already; everything else takes free_slow. Always inlined: the debug flavour's reports cut
+ * their stacks at free()'s own frame. */
+static inline __attribute__((always_inline)) void free_examined(rp_tcache *tc, void *p)
 {
     uint32_t size;
     if (rp_header_live(tc->secret, rp_block_of_user(p), &size))
@@ -347,6 +345,9 @@ static RP_NOINLINE void examine_one(rp_tcache *tc, void *p)
     else
         free_slow(p);
 }
+
+/* free_examined out of line, for the batch's uncommon cases. */
+static RP_NOINLINE void examine_one(rp_tcache *tc, void *p) { free_examined(tc, p); }
 
 /* Examines the first n collected frees of tc (T5 in thread_cache.h), in call order, as
  * examine_one does. The common case, a live small block not cached yet whose bin and the
@@ -415,12 +416,7 @@ static inline __attribute__((always_inline)) void free_impl(void *p)
                 tc->freed_n = n;
             return;
         }
-        uint32_t size;
-        if (rp_header_live(tc->secret, rp_block_of_user(p), &size)) {
-            free_span_block(tc, p, size);
-            return;
-        }
-        free_slow(p);
+        free_examined(tc, p);
         return;
     }
     if (((uintptr_t)p & (RP_PAGE_SIZE - 1)) == 0) {

@@ -164,14 +164,11 @@ void rp_malloc_stats_print(rp_malloc_write_fn emit, void *arg)
 }
 
 /* The calling thread's collected frees (T5 in thread_cache.h) examined, so that the counts
- * include every free it made. */
+ * include every free it made (errno kept, as free() keeps it). */
 static void examine_own_frees(void)
 {
-    if (rp_tc_self) {
-        int saved = errno;
+    if (rp_tc_self)
         rp_malloc_free_collected(rp_tc_self);
-        errno = saved;
-    }
 }
 
 int rp_malloc_stats(rp_malloc_stats_t *o)
