@@ -96,6 +96,23 @@ static int in_own_span(rp_heap *h, const void *p)
     return d->state == RP_PAGE_SPAN || d->state == RP_PAGE_SPAN_TAIL;
 }
 
+/* I5 for one first-level class. A list cut short by a cleared next link loses the blocks
+ * after it, and only the count notices: the message names the last block of each of the
+ * class's lists, one of which holds the cleared link. */
+static int fail_class_count(checker *c, unsigned fl, size_t listed, rp_block *const tails[RP_SL_COUNT])
+{
+    char ends[160] = "";
+    size_t used = 0;
+    for (unsigned sl = 0; sl < RP_SL_COUNT && used < sizeof ends; sl++)
+        if (tails[sl]) {
+            int n = snprintf(ends + used, sizeof ends - used, "%s(%u,%u) %p", used ? ", " : "", fl, sl,
+                             (void *)tails[sl]);
+            used += n > 0 ? (size_t)n : 0;
+        }
+    return fail(c, "I5: first-level class %u counts %zu blocks, lists hold %zu; lists end at %s", fl,
+                c->h->index.class_blocks[fl], listed, used ? ends : "(none)");
+}
+
 /* I1..I5 */
 RP_NO_SANITIZE_ADDRESS
 static int check_index(checker *c)
@@ -109,6 +126,7 @@ static int check_index(checker *c)
             return fail(c, "I2: first-level bit %u is %d but the second-level bitmap is 0x%x", fl, fl_bit,
                         ix->sl_bitmap[fl]);
         size_t class_blocks = 0;
+        rp_block *tails[RP_SL_COUNT];
         for (unsigned sl = 0; sl < RP_SL_COUNT; sl++) {
             rp_block *head = ix->heads[fl][sl];
             int sl_bit = (ix->sl_bitmap[fl] >> sl) & 1;
@@ -119,10 +137,14 @@ static int check_index(checker *c)
             for (rp_block *b = head; b; prev = b, b = rp_links(b)->next) {
                 if (blocks++ > ix->free_blocks)
                     return fail(c, "I5: lists hold more than the %zu free blocks counted (cycle?)", ix->free_blocks);
+                /* A bad link names the block it was read from too: that block's links are the
+                 * damaged bytes (NULL for the head, read from the index). */
                 if (!in_own_span(h, b))
-                    return fail(c, "I3: list (%u,%u) links to %p, outside this heap's spans", fl, sl, (void *)b);
+                    return fail(c, "I3: list (%u,%u) links from %p to %p, outside this heap's spans", fl, sl,
+                                (void *)prev, (void *)b);
                 if (!rp_block_valid(h->secret, b) || !(b->bits & RP_HDR_FREE))
-                    return fail(c, "I3: list (%u,%u) holds %p, which is not a valid free block", fl, sl, (void *)b);
+                    return fail(c, "I3: list (%u,%u) links from %p to %p, which is not a valid free block", fl, sl,
+                                (void *)prev, (void *)b);
                 unsigned bfl, bsl;
                 rp_class_of(b->size, &bfl, &bsl);
                 if (bfl != fl || bsl != sl)
@@ -135,10 +157,10 @@ static int check_index(checker *c)
                 class_blocks++;
                 table_put(c, b);
             }
+            tails[sl] = prev;
         }
         if (class_blocks != ix->class_blocks[fl])
-            return fail(c, "I5: first-level class %u counts %zu blocks, lists hold %zu", fl, ix->class_blocks[fl],
-                        class_blocks);
+            return fail_class_count(c, fl, class_blocks, tails);
     }
     if (blocks != ix->free_blocks || bytes != ix->free_bytes)
         return fail(c, "I5: index counts %zu blocks / %zu bytes, lists hold %zu / %zu", ix->free_blocks,
