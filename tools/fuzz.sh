@@ -17,6 +17,9 @@
 #   tools/fuzz.sh --ci [--time N]
 #       For CI: every target N seconds (30), corpus copies only (the checkout is not changed);
 #       a crash prints the input (base64 and hex) and the sanitizer report, and fails.
+#       Process i runs with -seed=i+1, so CI explores the same mutations of the same corpus
+#       on every run of a commit: a finding is the commit's, not the luck of one run, and
+#       running this locally for at least as long shows what CI will find.
 #   tools/fuzz.sh --oss-check
 #       Runs .clusterfuzzlite/build.sh locally with the OSS-Fuzz variables (CC, CFLAGS,
 #       LIB_FUZZING_ENGINE, OUT) and runs every binary it produced on its seed corpus.
@@ -144,13 +147,14 @@ run_fuzzer() {
     mkdir -p "$art" "$logs" "$out"
     local args
     mapfile -t args < <(target_args "$target")
-    local pids=() i
+    local pids=() i seed_args=()
     # libFuzzer replays the whole corpus before its clock starts counting, and malloc_api's
     # inputs (forks, threads, a full heap check after most operations) take minutes to
     # replay: the kill is for a fuzzer that hangs, not for a slow replay.
     for ((i = 0; i < procs; i++)); do
+        [ "$mode" = ci ] && seed_args=("-seed=$((i + 1))")
         timeout -k 10 $((secs + 900)) "$bin" -max_total_time="$secs" -timeout=30 -rss_limit_mb=2048 \
-            -print_final_stats=1 -artifact_prefix="$art/" "${args[@]}" "$out" "$@" >"$logs/$i.log" 2>&1 &
+            -print_final_stats=1 -artifact_prefix="$art/" "${seed_args[@]}" "${args[@]}" "$out" "$@" >"$logs/$i.log" 2>&1 &
         pids+=($!)
     done
     local rc=0
