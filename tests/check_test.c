@@ -44,6 +44,27 @@ static fixture make(void)
     return f;
 }
 
+/* Two free blocks listed in one class, head then tail, with the head's next link set to
+ * `next`: the checker must fail with `tag`, naming the head, whose links hold the damage. */
+static void expect_bad_next_link(rp_block *next, const char *tag, const char *what)
+{
+    fixture f = make();
+    /* e takes b's place; e2 and g come from the rest of the span; freeing e then e2 lists e2,
+     * e in their class, neither next to another free block. */
+    void *e = rp_alloc(f.h, 200, 0), *e2 = rp_alloc(f.h, 200, 0), *g = rp_alloc(f.h, 16, 0);
+    REQUIRE(e && e2 && g);
+    rp_free(e);
+    rp_free(e2);
+    CHECK_HEAP(f.h);
+    REQUIRE(rp_links(hdr(e2))->next == hdr(e));
+    rp_links(hdr(e2))->next = next;
+    char why[256], at[32];
+    CHECK(rp_heap_check(f.h, why, sizeof why) != 0);
+    snprintf(at, sizeof at, "%p", (void *)hdr(e2));
+    CHECKF(strncmp(why, tag, strlen(tag)) == 0 && strstr(why, at), "%s of %s: %s", what, at, why);
+    rp_heap_destroy(f.h);
+}
+
 static rp_page *large_head(rp_heap *h, void *p)
 {
     rp_region *r = rp_pagemap_lookup(p);
@@ -150,39 +171,9 @@ int main(void)
     /* A cleared next link (an underflow writing zeros over a free neighbour's links) cuts its
      * list short: only the class count notices (I5), and the message names the block where
      * the list now ends, whose links hold the damage. */
-    f = make();
-    {
-        /* e takes b's place; e2 and g come from the rest of the span; freeing e then e2
-         * lists e2, e in their class, neither next to another free block. */
-        void *e = rp_alloc(f.h, 200, 0), *e2 = rp_alloc(f.h, 200, 0), *g = rp_alloc(f.h, 16, 0);
-        REQUIRE(e && e2 && g);
-        rp_free(e);
-        rp_free(e2);
-        CHECK_HEAP(f.h);
-        REQUIRE(rp_links(hdr(e2))->next == hdr(e));
-        rp_links(hdr(e2))->next = NULL;
-        char why[256], at[32];
-        CHECK(rp_heap_check(f.h, why, sizeof why) != 0);
-        snprintf(at, sizeof at, "%p", (void *)hdr(e2));
-        CHECKF(strncmp(why, "I5", 2) == 0 && strstr(why, at), "cleared next link of %s: %s", at, why);
-    }
-    rp_heap_destroy(f.h);
-
+    expect_bad_next_link(NULL, "I5", "cleared next link");
     /* A wild next link (I3) names the block it was read from as well as where it points. */
-    f = make();
-    {
-        void *e = rp_alloc(f.h, 200, 0), *e2 = rp_alloc(f.h, 200, 0), *g = rp_alloc(f.h, 16, 0);
-        REQUIRE(e && e2 && g);
-        rp_free(e);
-        rp_free(e2);
-        REQUIRE(rp_links(hdr(e2))->next == hdr(e));
-        rp_links(hdr(e2))->next = (rp_block *)(uintptr_t)0x0a0a0a0a0a0a0a0aull;
-        char why[256], at[32];
-        CHECK(rp_heap_check(f.h, why, sizeof why) != 0);
-        snprintf(at, sizeof at, "%p", (void *)hdr(e2));
-        CHECKF(strncmp(why, "I3", 2) == 0 && strstr(why, at), "wild next link of %s: %s", at, why);
-    }
-    rp_heap_destroy(f.h);
+    expect_bad_next_link((rp_block *)(uintptr_t)0x0a0a0a0a0a0a0a0aull, "I3", "wild next link");
 
     f = make(); /* I5: counters disagree with the lists */
     f.h->index.free_bytes += 16;
