@@ -20,6 +20,9 @@
 #include "heap.h"
 
 #define RP_MAX_ARENAS 64
+/* The first OS region of arenas 1 and up: below one huge page (see arena_create_locked). */
+#define RP_THREAD_ARENA_FIRST_REGION ((size_t)1 << 20)
+_Static_assert(RP_THREAD_ARENA_FIRST_REGION < RP_HUGE_PAGE_BYTES, "a thread arena's first region is not advised");
 
 /* Set-up, done once: reads the options, creates arena 0, sets up the thread caches
  * (rp_tc_setup), installs the fork handlers and (option stats) the at-exit report. Returns 1 when the drop-in is ready.

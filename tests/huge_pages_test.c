@@ -4,10 +4,12 @@
  * with MADV_HUGEPAGE carries "hg" among its VmFlags.
  *
  * The same binary checks the malloc drop-in (linked in statically): its heaps are advised by
- * default, and not with RAMPART_OPTIONS=huge_pages=0; the argument "--malloc-on" or
- * "--malloc-off" says which the BUILD target set up. */
+ * default, and not with RAMPART_OPTIONS=huge_pages=0, but for a thread arena's first region,
+ * which never is; the argument "--malloc-on" or "--malloc-off" says which the BUILD target
+ * set up. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -143,6 +145,57 @@ static void heap_flag_cases(void)
     CHECK(rp_heap_create(&bad) == NULL && errno == EINVAL);
 }
 
+/* A new thread's cache gets an arena of its own (round-robin; this test's main thread has
+ * arena 0). Its first region is smaller than a huge page and not advised: a thread that
+ * allocates little faults in only what it touches. Once the thread has outgrown it, blocks
+ * come from regions of 2 MiB and more, advised as arena 0's are (when the drop-in's option
+ * is on). */
+typedef struct thread_result {
+    int first_advised, later_advised;
+    char heap[32];
+    size_t first_region_bytes;
+} thread_result;
+
+static void *thread_arena_body(void *arg)
+{
+    thread_result *res = arg;
+    void *p = calloc(1, 100); /* written: gcc takes a const pointer argument for a read */
+    if (!p)
+        return NULL;
+    rp_heap *owner = rp_heap_of(p);
+    snprintf(res->heap, sizeof res->heap, "%s", owner ? rp_heap_name(owner) : "(none)");
+    res->first_advised = vma_has_flag(p, "hg");
+    rp_heap_stats_t st;
+    if (owner && rp_heap_stats(owner, &st) == 0 && st.regions == 1)
+        res->first_region_bytes = st.region_bytes;
+    /* 3 MiB of small blocks: past the 1 MiB first region, into the 2 MiB and 4 MiB ones. */
+    enum { N = 3 * 1024 };
+    static void *blocks[N];
+    for (int i = 0; i < N; i++)
+        blocks[i] = malloc(1000);
+    res->later_advised = blocks[N - 1] ? vma_has_flag(blocks[N - 1], "hg") : -1;
+    for (int i = 0; i < N; i++)
+        free(blocks[i]);
+    free(p);
+    return NULL;
+}
+
+static void thread_arena_cases(int expect)
+{
+    thread_result res = {-2, -2, "", SIZE_MAX};
+    pthread_t t;
+    REQUIRE(pthread_create(&t, NULL, thread_arena_body, &res) == 0);
+    REQUIRE(pthread_join(t, NULL) == 0);
+    printf("thread's arena %s: first region %zu bytes, advised %d; after 3 MiB: advised %d\n", res.heap,
+           res.first_region_bytes, res.first_advised, res.later_advised);
+    CHECKF(strcmp(res.heap, "malloc-0") != 0 && strncmp(res.heap, "malloc-", 7) == 0,
+           "a new thread allocates from an arena of its own, not %s", res.heap);
+    CHECKF(res.first_region_bytes < ((size_t)2 << 20), "thread arena's first region: %zu bytes", res.first_region_bytes);
+    CHECKF(res.first_advised == 0, "a thread arena's first region is not advised (%d)", res.first_advised);
+    CHECKF(res.later_advised == expect, "a thread arena's later regions advised: %d, expected %d", res.later_advised,
+           expect);
+}
+
 int main(int argc, char **argv)
 {
     if (!kernel_takes_advice()) {
@@ -169,6 +222,7 @@ int main(int argc, char **argv)
         REQUIRE(owner);
         CHECKF(vma_has_flag(p, "hg") == expect, "malloc heap advised: %d, expected %d (RAMPART_OPTIONS=%s)",
                vma_has_flag(p, "hg"), expect, getenv("RAMPART_OPTIONS") ? getenv("RAMPART_OPTIONS") : "");
+        thread_arena_cases(expect);
         free(p);
     }
     TEST_MAIN_END();
