@@ -67,7 +67,7 @@ const rp_option_doc *rp_options_docs(size_t *count)
 void rp_options_defaults(rp_options *o)
 {
     memset(o, 0, sizeof *o);
-    o->cache_bytes = (size_t)256 << 10;
+    o->cache_bytes = (size_t)1 << 20;
     o->free_batch = 32;
     o->retain_bytes = (size_t)32 << 20;
     o->purge_delay_ms = 10000;

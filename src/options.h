@@ -14,7 +14,7 @@
 
 typedef struct rp_options {
     /* malloc drop-in */
-    size_t cache_bytes;        /* cache_bytes: per-thread cache cap (default 256K) */
+    size_t cache_bytes;        /* cache_bytes: per-thread cache cap (default 1M) */
     unsigned free_batch;       /* free_batch: frees collected before they are examined, 0..64
                                   (default 32; 0 and 1: each at its call; thread_cache.h T5) */
     size_t retain_bytes;       /* retain_bytes: free page memory kept mapped per heap (default 32M) */

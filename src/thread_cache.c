@@ -64,10 +64,8 @@ static uint32_t bin_limit(size_t bytes, size_t cap, uint32_t max)
 {
     if (bytes > cap)
         return 0;
-    uint32_t n = 0;
-    while (n < max && (n + 1) * bytes * 4 <= cap)
-        n++;
-    return n ? n : 1;
+    size_t n = cap / (4 * bytes); /* set-up only: a division is fine here */
+    return n == 0 ? 1 : n > max ? max : (uint32_t)n;
 }
 
 static size_t page_bin_bytes(unsigned i) { return (size_t)(i + 1) << RP_PAGE_SHIFT; }

@@ -425,7 +425,7 @@ static void test_cache_bounds(void)
     rp_malloc_thread_flush();
     rp_malloc_stats_t st;
     REQUIRE(rp_malloc_stats(&st) == 0);
-    CHECK(st.cache_bytes_limit == ((size_t)256 << 10)); /* the default */
+    CHECK(st.cache_bytes_limit == ((size_t)1 << 20)); /* the default */
     CHECK(st.thread_caches >= 1 && st.cached_bytes == 0);
     enum { N = 20000 };
     static void *ps[N];

@@ -47,7 +47,7 @@ int main(void)
     /* arenas: 1..64, 0 = the default. */
     rp_options m;
     rp_options_defaults(&m);
-    CHECK(m.arenas == 0 && m.cache_bytes == ((size_t)256 << 10) && m.retain_bytes == ((size_t)32 << 20));
+    CHECK(m.arenas == 0 && m.cache_bytes == ((size_t)1 << 20) && m.retain_bytes == ((size_t)32 << 20));
     n = 0;
     CHECK(rp_options_parse("arenas=4", &m, record, &n) == 0 && m.arenas == 4);
     CHECK(rp_options_parse("arenas=65", &m, record, &n) == 1 && m.arenas == 4 && strstr(last, "arenas"));
