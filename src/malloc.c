@@ -399,14 +399,15 @@ static inline __attribute__((always_inline)) void free_impl(void *p)
 {
     rp_tcache *tc = rp_tc_self;
     /* Fast path, for a 16-byte aligned pointer that is not page aligned (so not a page-tier
-     * block, and its header would lie in its own page): collected into the thread's free
-     * batch with its header prefetched for writing, nothing of the block read now (T5 in
-     * thread_cache.h); a full batch is examined at once. The debug flavour examines the
-     * pointer here (its hooks report from free's own frame). Everything else, NULL included,
-     * takes the page-aligned or the slow path at its call. */
+     * block, and its header would lie in its own page). Outside the thread's near region:
+     * collected into its free batch with its header prefetched for writing, nothing of the
+     * block read now (T5 in thread_cache.h); a full batch is examined at once. Inside it (a
+     * block this thread most likely carved itself, still in this CPU's cache) and in the
+     * debug flavour (whose hooks report from free's own frame): examined here. Everything
+     * else, NULL included, takes the page-aligned or the slow path at its call. */
     if (RP_LIKELY(tc != NULL && ((uintptr_t)p & (RP_GRANULE - 1)) == 0 &&
                   ((uintptr_t)p & (RP_PAGE_SIZE - RP_GRANULE)) != 0)) {
-        if (RP_HOOK_PREFIX == 0) {
+        if (RP_HOOK_PREFIX == 0 && (uintptr_t)p - tc->near_lo >= tc->near_len) {
             uint32_t n = tc->freed_n;
             rp_prefetch_for_write(rp_block_of_user(p));
             tc->freed[n] = p;

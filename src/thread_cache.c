@@ -319,6 +319,17 @@ int rp_tc_page_push_slow(rp_tcache *tc, void *p, rp_page *d)
     return room ? rp_tc_page_push(tc, p, d) : 0;
 }
 
+/* Makes the region of p, a block a refill just brought in, the cache's near region
+ * (thread_cache.h), if it is a region of the cache's own arena. */
+static void note_near_region(rp_tcache *tc, const void *p)
+{
+    rp_region *r = rp_pagemap_lookup(p);
+    if (r && r->heap == tc->arena) {
+        tc->near_lo = r->base;
+        tc->near_len = r->npages << RP_PAGE_SHIFT;
+    }
+}
+
 void *rp_tc_refill(rp_tcache *tc, unsigned c, size_t size, size_t align)
 {
     rp_tc_bin *bin = &tc->bins[c];
@@ -344,6 +355,7 @@ void *rp_tc_refill(rp_tcache *tc, unsigned c, size_t size, size_t align)
     if (x && bin->count == 0 && align <= RP_MIN_ALIGN && tc->room > 0) {
         size_t got = rp_xfer_take(x, c, bin->limit, (size_t)tc->room, bin->slots);
         if (got) {
+            note_near_region(tc, bin->slots[0]);
             bin->count = (uint16_t)got;
             __atomic_store_n(&tc->room, tc->room - (ptrdiff_t)(got * cs), __ATOMIC_RELAXED);
             __atomic_store_n(&tc->refills, tc->refills + 1, __ATOMIC_RELAXED);
@@ -365,6 +377,7 @@ void *rp_tc_refill(rp_tcache *tc, unsigned c, size_t size, size_t align)
     if (got == 0)
         return NULL;
     errno = saved; /* a short batch still serves this request */
+    note_near_region(tc, blocks[0]);
     __atomic_store_n(&tc->refills, tc->refills + 1, __ATOMIC_RELAXED);
     /* Push the rest so that the lowest address comes out next. */
     for (size_t i = got; i-- > 1;)

@@ -1,9 +1,12 @@
 /* The free batch of the malloc drop-in (T5 in src/thread_cache.h), under the default options:
- * free() of a small block records the pointer, and the thread examines its recorded frees
- * together when the batch is full, at a cache miss, a direct allocation, realloc, a flush,
- * a stats call and thread exit. What a batch must still do is what free() did at its call:
- * cache the block, report a double or invalid free, count a foreign one, keep errno. Linked
- * statically with the drop-in, white-box (reads the calling thread's rp_tcache). */
+ * free() of a small block outside the thread's near region records the pointer, and the
+ * thread examines its recorded frees together when the batch is full, at a cache miss, a
+ * direct allocation, realloc, a flush, a stats call and thread exit. What a batch must still
+ * do is what free() did at its call: cache the block, report a double or invalid free, count
+ * a foreign one, keep errno. A free inside the near region (the region the thread's last
+ * refill came from) is examined at its call. Linked statically with the drop-in, white-box
+ * (reads the calling thread's rp_tcache; most cases forget the near region, so that the
+ * thread's own blocks are collected like other threads' blocks). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <malloc.h>
@@ -14,6 +17,8 @@
 
 #include "rampart.h"
 #include "rampart_malloc.h"
+#include "src/pagemap.h"
+#include "src/region.h"
 #include "src/thread_cache.h"
 #include "testing.h"
 
@@ -50,6 +55,10 @@ static int in_bin(const rp_tcache *tc, unsigned c, const void *p)
 
 static unsigned class_of(const void *p) { return rp_tc_class_of_block(malloc_usable_size((void *)p) + RP_USER_OFFSET); }
 
+/* Forgets tc's near region until its next refill: frees of this thread's own blocks are then
+ * collected, as those of blocks from elsewhere are. */
+static void forget_near(rp_tcache *tc) { tc->near_len = 0; }
+
 static rp_tcache *fresh_cache(void)
 {
     do_free(do_malloc(1)); /* the thread's cache exists */
@@ -70,6 +79,7 @@ static void test_frees_are_examined_in_batches(void)
     for (int i = 0; i < 32; i++)
         REQUIRE(p[i] = do_malloc(100));
     unsigned c = class_of(p[0]);
+    forget_near(tc);
     do_free(p[0]);
     CHECK(tc->freed_n == 1 && tc->freed[0] == p[0]);
     CHECK(!in_bin(tc, c, p[0]));
@@ -103,6 +113,7 @@ static void test_misuse_is_found_in_the_batch(void)
     q[0] = 'x';
     static _Alignas(64) char foreign[256];
     errno = 4242;
+    forget_near(tc);
     do_free(p);
     do_free(p);           /* double */
     do_free(q + 32);      /* interior pointer: invalid */
@@ -126,6 +137,7 @@ static void test_misuse_is_found_in_the_batch(void)
     /* A recorded block passed to realloc: realloc examines first and finds it cached. */
     char *r = do_malloc(120);
     REQUIRE(r);
+    forget_near(tc);
     do_free(r);
     CHECK(tc->freed_n == 1);
     errno = 0;
@@ -150,6 +162,7 @@ static void test_allocation_examines_first(void)
     while (tc->bins[c].count != 0 && k < 300)
         REQUIRE(keep[k++] = do_malloc(700));
     REQUIRE(tc->bins[c].count == 0);
+    forget_near(tc);
     do_free(x);
     CHECK(tc->freed_n == 1);
     rp_malloc_stats_t a, b;
@@ -159,6 +172,7 @@ static void test_allocation_examines_first(void)
     CHECK(y == x);
     /* Again, without the stats call in between: the miss itself examines. */
     REQUIRE(tc->bins[c].count == 0);
+    forget_near(tc);
     do_free(y);
     REQUIRE(tc->freed_n == 1);
     void *z = do_malloc(700);
@@ -173,6 +187,7 @@ static void test_allocation_examines_first(void)
      * what the thread freed can be reused before its heap grows. */
     void *big = do_malloc(5000);
     REQUIRE(big);
+    forget_near(tc);
     do_free(big);
     REQUIRE(tc->freed_n != 0);
     void *m = do_memalign(4096, 100000);
@@ -211,6 +226,7 @@ static void test_report_function_may_free(void)
         REQUIRE(callback_blocks[i] = do_malloc(64));
     callback_armed = 1;
     unsigned c = class_of(a);
+    forget_near(tc);
     do_free(a);
     do_free(a); /* reported while the batch is examined; the callback frees three blocks */
     for (int i = 0; i < 8; i++)
@@ -237,7 +253,7 @@ static void *free_and_exit(void *arg)
 {
     (void)arg;
     do_free(do_malloc(32)); /* this thread's cache */
-    do_free(exit_block);
+    do_free(exit_block);    /* the main thread's block: collected */
     REQUIRE(rp_tc_self && rp_tc_self->freed_n >= 1);
     return NULL;
 }
@@ -258,6 +274,49 @@ static void test_thread_exit_examines(void)
     check_malloc("after the thread exit");
 }
 
+/* The near region: after a refill it is the page area of the refilled blocks' region (of the
+ * thread's own arena), and a free inside it is examined at its call (the block
+ * is in its bin at once, a double free is reported at the second call), while a block another
+ * thread's arena carved is collected. */
+static void *other_block;
+static void *allocate_elsewhere(void *arg)
+{
+    (void)arg;
+    other_block = do_malloc(100);
+    return NULL;
+}
+
+static void test_near_frees_are_examined_at_the_call(void)
+{
+    rp_tcache *tc = fresh_cache();
+    forget_near(tc);
+    char *p = do_malloc(100); /* the bin was flushed: a refill */
+    REQUIRE(p);
+    CHECKF(tc->near_len != 0 && (uintptr_t)p - tc->near_lo < tc->near_len, "near [%#lx, +%zu) misses %p",
+           (unsigned long)tc->near_lo, tc->near_len, (void *)p);
+    rp_region *r = rp_pagemap_lookup(p);
+    CHECK(r && r->heap == tc->arena && tc->near_lo == r->base && tc->near_len == r->npages * RP_PAGE_SIZE);
+    unsigned c = class_of(p);
+    do_free(p);
+    CHECK(tc->freed_n == 0 && rp_tc_top(tc, c) == p);
+    void *old_arg;
+    rp_report_fn old = rp_set_report_fn(count_report, NULL, &old_arg);
+    memset(reports, 0, sizeof reports);
+    do_free(p); /* double: found at this call, not 31 frees later */
+    CHECK(reports[RP_ERR_DOUBLE_FREE] == 1 && last_report_address == p);
+    CHECK(tc->freed_n == 0);
+    rp_set_report_fn(old, old_arg, NULL);
+
+    pthread_t t;
+    REQUIRE(pthread_create(&t, NULL, allocate_elsewhere, NULL) == 0);
+    REQUIRE(pthread_join(t, NULL) == 0);
+    REQUIRE(other_block && rp_heap_of(other_block) != tc->arena);
+    do_free(other_block);
+    CHECK(tc->freed_n == 1 && tc->freed[0] == other_block);
+    rp_malloc_thread_flush();
+    check_malloc("after near and far frees");
+}
+
 /* The checker names a damaged batch (T5). */
 static void test_checker_names_damage(void)
 {
@@ -265,6 +324,7 @@ static void test_checker_names_damage(void)
     char why[256];
     void *p = do_malloc(80);
     REQUIRE(p);
+    forget_near(tc);
     do_free(p);
     REQUIRE(tc->freed_n == 1);
     void *saved = tc->freed[0];
@@ -288,6 +348,7 @@ int main(void)
     test_allocation_examines_first();
     test_report_function_may_free();
     test_thread_exit_examines();
+    test_near_frees_are_examined_at_the_call();
     test_checker_names_damage();
     TEST_MAIN_END();
 }
