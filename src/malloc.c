@@ -144,10 +144,13 @@ static inline void *malloc_impl(size_t size)
      * then (size - 1) / 16, min_align_class without its test for 0. */
     if (RP_LIKELY(size - 1 < SMALL_REQUEST && RP_HOOK_PREFIX == 0)) {
         if (RP_LIKELY(tc != NULL)) {
-            unsigned c = (unsigned)((size - 1) >> 4);
-            if (RP_LIKELY(tc->bins[c].count != 0))
-                return rp_tc_pop(tc, c);
-            return malloc_cached(tc, size); /* the refill; c is not kept live for it */
+            /* Class c's bin lies 16 * c bytes into the array and its blocks count
+             * class_size(c) = 16 * c + 32 bytes: one masked offset gives both. */
+            size_t offset = (size - 1) & ~(size_t)15;
+            rp_tc_bin *bin = (rp_tc_bin *)(void *)((char *)tc->bins + offset);
+            if (RP_LIKELY(bin->count != 0))
+                return rp_tc_pop_counted(tc, bin, offset + 32);
+            return malloc_cached(tc, size); /* the refill; the bin is not kept live for it */
         }
     } else if (tc != NULL && size <= TC_MAX_REQUEST)
         return malloc_cached(tc, size);
@@ -238,7 +241,7 @@ static inline void free_span_block(rp_tcache *tc, void *p, size_t size)
             return;
         }
         bin = &tc->bins[c];
-        bytes = bin->bytes;
+        bytes = rp_tc_class_size(c);
     }
     uint64_t tag = rp_tc_tag(tc->key, p);
     if (RP_UNLIKELY(((const uint64_t *)p)[1] == tag)) {
@@ -369,11 +372,11 @@ static RP_NOINLINE void examine_collected(rp_tcache *tc, uint32_t n)
         if (RP_LIKELY(rp_header_live(secret, rp_block_of_user(p), &size) && size <= RP_TC_SMALL_MAX)) {
             rp_tc_bin *bin = rp_tc_small_bin_of_block(tc, size); /* bytes = size (T3) */
             uint64_t tag = rp_tc_tag(key, p);
-            unsigned count = bin->count;
+            size_t count = bin->count;
             if (RP_LIKELY(((const uint64_t *)p)[1] != tag && count < bin->limit && room >= (ptrdiff_t)size)) {
                 room -= (ptrdiff_t)size;
                 bin->slots[count] = p;
-                bin->count = (uint16_t)(count + 1);
+                bin->count = (uint32_t)(count + 1);
                 ((uint64_t *)p)[1] = tag;
                 continue;
             }

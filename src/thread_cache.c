@@ -108,8 +108,7 @@ static rp_tcache *tc_create(void)
     void **next_slot = tc->slot_store;
     for (unsigned c = 0; c < RP_TC_CLASSES; c++) {
         tc->bins[c].slots = next_slot;
-        tc->bins[c].limit = (uint16_t)limits[c];
-        tc->bins[c].bytes = (uint32_t)rp_tc_class_size(c);
+        tc->bins[c].limit = limits[c];
         next_slot += limits[c];
     }
     for (unsigned i = 0; i < RP_TC_PAGE_BINS; i++)
@@ -205,8 +204,8 @@ static void flush_tail(rp_tcache *tc, unsigned c, uint32_t keep)
     void *ptrs[RP_TC_LIMIT_MAX];
     memcpy(ptrs, bin->slots, n * sizeof(void *));
     memmove(bin->slots, bin->slots + n, keep * sizeof(void *));
-    bin->count = (uint16_t)keep;
-    __atomic_store_n(&tc->room, tc->room + (ptrdiff_t)((size_t)n * bin->bytes), __ATOMIC_RELAXED);
+    bin->count = keep;
+    __atomic_store_n(&tc->room, tc->room + (ptrdiff_t)((size_t)n * rp_tc_class_size(c)), __ATOMIC_RELAXED);
     __atomic_store_n(&tc->flushes, tc->flushes + 1, __ATOMIC_RELAXED);
     release_flushed(c, ptrs, n);
 }
@@ -248,7 +247,7 @@ static void flush_fullest(rp_tcache *tc)
     unsigned best = 0, best_is_page = 0;
     size_t best_bytes = 0;
     for (unsigned c = 0; c < RP_TC_CLASSES; c++) {
-        size_t b = (size_t)tc->bins[c].count * tc->bins[c].bytes; /* bytes: the class size (T3) */
+        size_t b = (size_t)tc->bins[c].count * rp_tc_class_size(c); /* what they count (T3) */
         if (b > best_bytes) {
             best_bytes = b;
             best = c;
@@ -291,13 +290,14 @@ void rp_tc_push_slow(rp_tcache *tc, void *p, unsigned c)
 static void push_slow(rp_tcache *tc, void *p, unsigned c)
 {
     rp_tc_bin *bin = &tc->bins[c];
-    if (bin->limit == 0 || bin->bytes > tc->cap) {
+    size_t bytes = rp_tc_class_size(c);
+    if (bin->limit == 0 || bytes > tc->cap) {
         rp_free(p);
         return;
     }
     if (bin->count >= bin->limit)
         flush_tail(tc, c, bin->count / 2);
-    if (!make_room(tc, bin->bytes) || bin->count >= bin->limit) {
+    if (!make_room(tc, bytes) || bin->count >= bin->limit) {
         rp_free(p);
         return;
     }
@@ -356,7 +356,7 @@ void *rp_tc_refill(rp_tcache *tc, unsigned c, size_t size, size_t align)
         size_t got = rp_xfer_take(x, c, bin->limit, (size_t)tc->room, bin->slots);
         if (got) {
             note_near_region(tc, bin->slots[0]);
-            bin->count = (uint16_t)got;
+            bin->count = (uint32_t)got;
             __atomic_store_n(&tc->room, tc->room - (ptrdiff_t)(got * cs), __ATOMIC_RELAXED);
             __atomic_store_n(&tc->refills, tc->refills + 1, __ATOMIC_RELAXED);
             return rp_tc_pop(tc, c);
@@ -489,11 +489,8 @@ int rp_tc_check(rp_tcache *tc, char *why, size_t len)
             return rp_why(why, len, "T2: bin %u's slots are not its own stretch of the cache's slot array", c);
         if (bin->count > bin->limit)
             return rp_why(why, len, "T2: bin %u holds %u blocks, above its limit %u", c, bin->count, bin->limit);
-        if (bin->bytes != rp_tc_class_size(c))
-            return rp_why(why, len, "T3: bin %u counts %u bytes per block, its class has %zu", c, bin->bytes,
-                          rp_tc_class_size(c));
         expect += bin->limit;
-        counted += (size_t)bin->count * bin->bytes;
+        counted += (size_t)bin->count * rp_tc_class_size(c);
         listed += bin->count;
     }
     for (unsigned i = 0; i < RP_TC_PAGE_BINS; i++) {

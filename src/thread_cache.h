@@ -19,8 +19,8 @@
  *     that a block is already cached (double free, whichever thread cached it), with a
  *     false-positive chance of 2^-64. It is only ever written (free) and cleared (malloc),
  *     never trusted: nothing is taken from a block's memory.
- *     Every block of bin c counts bins[c].bytes = class_size(c) against the cap (so that
- *     malloc need not read its size). A freed block of up to 1 KiB goes to the bin of exactly
+ *     Every block of bin c counts class_size(c) bytes against the cap (so that malloc need
+ *     not read its size). A freed block of up to 1 KiB goes to the bin of exactly
  *     its size; a larger one to its floor class, up to 1/8 larger (size_class.h); the last
  *     block of a refill batch may have 16 bytes more than its class (a remainder too small to
  *     split). So the blocks of a cache hold at most about 1.125 * cap bytes.
@@ -36,7 +36,7 @@
  *       with RP_PAGEF_CACHED set; no block is cached twice;
  *   T2  bins[c].slots is bin c's own stretch of slot_store, limit slots long (the bins'
  *       stretches follow each other in class order); every bin's count <= its limit;
- *   T3  cap - room is the sum over the bins of count * bytes (class bins) and count * pages
+ *   T3  cap - room is the sum over the bins of count * class_size(c) (class bins) and count * pages
  *       (page bins), and room >= 0;
  *   T4  a block outside every cache (thread caches and the arenas' transfer caches,
  *       transfer_cache.h) carries neither its tag nor RP_PAGEF_CACHED (malloc clears them
@@ -85,11 +85,12 @@
 #define RP_TC_PAGE_SLOTS 16  /* blocks per page bin */
 #define RP_TC_FREED_MAX 64   /* most frees collected before they are examined (T5) */
 
+/* 32-bit count and limit: the hot paths index slots with the count as it was loaded. What a
+ * block counts against the cap is its class size (T3), computed, not stored. */
 typedef struct rp_tc_bin {
     void **slots;    /* T2: slots[0 .. count-1] hold the cached blocks, the last one freed on top */
-    uint16_t count;  /* T2 */
-    uint16_t limit;  /* most blocks this bin holds before its older half is flushed */
-    uint32_t bytes;  /* what each block counts against the cap: the class size (T3) */
+    uint32_t count;  /* T2 */
+    uint32_t limit;  /* most blocks this bin holds before its older half is flushed */
 } rp_tc_bin;
 
 typedef struct rp_tc_pbin {
@@ -151,17 +152,23 @@ static inline void *rp_tc_top(const rp_tcache *tc, unsigned c)
     return bin->count ? bin->slots[bin->count - 1] : NULL;
 }
 
-/* Hands out the top block of a non-empty bin: reads the bin and the slot, writes the block's
- * word 1 (its tag is cleared, T4) without reading the block. */
-static inline void *rp_tc_pop(rp_tcache *tc, unsigned c)
+/* Hands out the top block of a non-empty bin of blocks counting `bytes` each (its class
+ * size, T3): reads the bin and the slot, writes the block's word 1 (its tag is cleared, T4)
+ * without reading the block. */
+static inline void *rp_tc_pop_counted(rp_tcache *tc, rp_tc_bin *bin, size_t bytes)
 {
-    rp_tc_bin *bin = &tc->bins[c];
-    unsigned n = (unsigned)bin->count - 1u;
+    size_t n = (size_t)bin->count - 1;
     uint64_t *w = (uint64_t *)bin->slots[n];
-    bin->count = (uint16_t)n;
-    __atomic_store_n(&tc->room, tc->room + (ptrdiff_t)bin->bytes, __ATOMIC_RELAXED);
+    bin->count = (uint32_t)n;
+    __atomic_store_n(&tc->room, tc->room + (ptrdiff_t)bytes, __ATOMIC_RELAXED);
     w[1] = 0; /* T4 */
     return w;
+}
+
+/* The top block of non-empty class bin c, handed out (rp_tc_pop_counted). */
+static inline void *rp_tc_pop(rp_tcache *tc, unsigned c)
+{
+    return rp_tc_pop_counted(tc, &tc->bins[c], rp_tc_class_size(c));
 }
 
 /* Slow path of rp_tc_push: the bin is full or the cache is at its cap. */
@@ -169,18 +176,18 @@ void rp_tc_push_slow(rp_tcache *tc, void *p, unsigned c);
 
 /* Caches the span block p (user pointer) in bin (its size's floor class's); tag =
  * rp_tc_tag(tc->key, p), which the caller has computed for its double-free check; bytes =
- * bin->bytes, which free's fast path knows without the load (a small block's bin has the
- * block's own size). */
+ * the bin's class size, which free's fast path knows without computing it (a small block's
+ * bin has the block's own size). */
 static inline void rp_tc_push_bin(rp_tcache *tc, rp_tc_bin *bin, void *p, uint64_t tag, size_t bytes)
 {
     ptrdiff_t room = tc->room - (ptrdiff_t)bytes;
-    unsigned n = bin->count;
+    size_t n = bin->count;
     if (RP_UNLIKELY(n >= bin->limit || room < 0)) {
         rp_tc_push_slow(tc, p, (unsigned)(bin - tc->bins));
         return;
     }
     bin->slots[n] = p;
-    bin->count = (uint16_t)(n + 1);
+    bin->count = (uint32_t)(n + 1);
     ((uint64_t *)p)[1] = tag;
     __atomic_store_n(&tc->room, room, __ATOMIC_RELAXED);
 }
@@ -197,7 +204,7 @@ static inline rp_tc_bin *rp_tc_small_bin_of_block(rp_tcache *tc, size_t size)
 /* Caches the span block p in class bin c (p's floor class). */
 static inline void rp_tc_push(rp_tcache *tc, void *p, unsigned c)
 {
-    rp_tc_push_bin(tc, &tc->bins[c], p, rp_tc_tag(tc->key, p), tc->bins[c].bytes);
+    rp_tc_push_bin(tc, &tc->bins[c], p, rp_tc_tag(tc->key, p), rp_tc_class_size(c));
 }
 
 /* Miss in class bin c for a request of size bytes aligned to align (16, or a power of two
