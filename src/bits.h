@@ -34,6 +34,10 @@ static inline void rp_prefetch_for_write(const void *p)
 #endif
 }
 
+/* Asks for the cache line at p to be read soon (shared: a line another CPU keeps writing is
+ * not taken from it). A hint, like rp_prefetch_for_write. */
+static inline void rp_prefetch_for_read(const void *p) { __builtin_prefetch(p, 0, 3); }
+
 /* A 64-bit mixer (xor-shift-multiply); used for header checks and secrets. */
 static inline uint64_t rp_mix64(uint64_t x)
 {

@@ -403,7 +403,7 @@ static inline __attribute__((always_inline)) void free_impl(void *p)
     rp_tcache *tc = rp_tc_self;
     /* Fast path, for a 16-byte aligned pointer that is not page aligned (so not a page-tier
      * block, and its header would lie in its own page). Outside the thread's near region:
-     * collected into its free batch with its header prefetched for writing, nothing of the
+     * collected into its free batch with its lines prefetched (below), nothing of the
      * block read now (T5 in thread_cache.h); a full batch is examined at once. Inside it (a
      * block this thread most likely carved itself, still in this CPU's cache) and in the
      * debug flavour (whose hooks report from free's own frame): examined here. Everything
@@ -412,7 +412,11 @@ static inline __attribute__((always_inline)) void free_impl(void *p)
                   ((uintptr_t)p & (RP_PAGE_SIZE - RP_GRANULE)) != 0)) {
         if (RP_HOOK_PREFIX == 0 && (uintptr_t)p - tc->near_lo >= tc->near_len) {
             uint32_t n = tc->freed_n;
-            rp_prefetch_for_write(rp_block_of_user(p));
+            /* Examining writes the cache tag (word 1, in p's line) and only reads the header
+             * in front of p, which for a block starting a line lies in the line before: the
+             * end of a neighbour that another thread may be writing. */
+            rp_prefetch_for_write(p);
+            rp_prefetch_for_read(rp_block_of_user(p));
             tc->freed[n] = p;
             if (RP_UNLIKELY(++n >= tc->freed_limit))
                 examine_collected(tc, n);

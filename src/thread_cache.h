@@ -47,8 +47,9 @@
  *       none of their memory); freed_n < freed_limit <= RP_TC_FREED_MAX. A live block among
  *       them is still allocated to its heap and in no bin, so nothing can hand it out.
  * The free batch (T5) makes a free cheap when the block was last written by another CPU (a
- * producer/consumer program): free() prefetches the block's header for writing and records
- * the pointer, and the batch is examined when it is full (its headers have arrived by then),
+ * producer/consumer program): free() prefetches the block's first line for writing (the
+ * cache tag goes there) and its header for reading (for a block starting a line it lies in
+ * the line before, a neighbour's) and records the pointer, and the batch is examined when it is full (its headers have arrived by then),
  * when the thread misses in a bin or allocates past its cache, reallocates, flushes, and at
  * thread exit. Examining a pointer is what free() did at its call before: the header check
  * (A3 in arena.h), the double-free check by tag and the push into its bin, or the slow path
