@@ -508,6 +508,9 @@ int rp_tc_check(rp_tcache *tc, char *why, size_t len)
         if ((a & (RP_GRANULE - 1)) != 0 || (a & (RP_PAGE_SIZE - 1)) == 0)
             return rp_why(why, len, "T5: collected free %u, %p, is not 16-byte aligned or is page aligned", k,
                           tc->freed[k]);
+        if (a - tc->near_lo < tc->near_len)
+            return rp_why(why, len, "T5: collected free %u, %p, lies in the near region (examined at the call)", k,
+                          tc->freed[k]);
     }
     if (tc->room < 0)
         return rp_why(why, len, "T3: the cache holds %zu bytes, above its cap of %zu", tc->cap - (size_t)tc->room,

@@ -333,6 +333,13 @@ static void test_checker_names_damage(void)
     tc->freed[0] = (char *)saved + 8; /* not 16-byte aligned */
     CHECK(rp_malloc_check(why, sizeof why) != 0 && strstr(why, "T5") != NULL);
     tc->freed[0] = saved;
+    size_t near_len = tc->near_len;
+    uintptr_t near_lo = tc->near_lo;
+    tc->near_lo = (uintptr_t)saved & ~(uintptr_t)4095; /* a near free left collected */
+    tc->near_len = 4096;
+    CHECK(rp_malloc_check(why, sizeof why) != 0 && strstr(why, "T5") != NULL && strstr(why, "near") != NULL);
+    tc->near_lo = near_lo;
+    tc->near_len = near_len;
     uint32_t n = tc->freed_n;
     tc->freed_n = tc->freed_limit;
     CHECK(rp_malloc_check(why, sizeof why) != 0 && strstr(why, "T5") != NULL);
