@@ -72,7 +72,7 @@ static inline unsigned aligned_class(size_t size, size_t align)
  * or e.g. 3072 bytes aligned to 1024, which a span would pad to a page anyway), its page
  * bin's top block; for any other request a class bin serves, that bin's top block. In each
  * case only if the block is aligned enough; NULL otherwise (the general path decides). */
-static inline void *aligned_cached(rp_tcache *tc, size_t align, size_t size)
+static inline __attribute__((always_inline)) void *aligned_cached(rp_tcache *tc, size_t align, size_t size)
 {
     if (RP_HOOK_PREFIX != 0)
         return NULL;
@@ -264,26 +264,13 @@ static RP_NOINLINE void free_page_without_cache(void *p)
         free_direct(p);
 }
 
-/* A page-aligned pointer into a malloc arena (r = its region). When it is the user pointer of
- * a page-tier block (which has no header: only the page descriptor tells), the block goes
- * into its page bin (at most RP_TC_PAGE_BINS pages, and room in the bin), is reported if it
- * is cached already, or else goes back to its heap; returns 1. Returns 0 for anything else:
- * the caller takes free_slow. */
-static inline int free_page_block(rp_region *r, void *p)
+/* The page-tier block p (head descriptor d) when its page bin is full or the cache is at its
+ * cap: cached after making room, or back to its heap. Out of line, so that free_page_aligned
+ * makes only tail calls. */
+static RP_NOINLINE void free_page_no_room(rp_tcache *tc, void *p, rp_page *d)
 {
-    rp_page *d = rp_page_of(r, p);
-    if (d->state != RP_PAGE_LARGE || d->u.large.lead_pages != 0 || RP_HOOK_PREFIX != 0)
-        return 0;
-    if (RP_UNLIKELY(rp_tc_page_cached(d))) {
-        report_cached(p, "free");
-        return 1;
-    }
-    rp_tcache *tc = rp_tc_self;
-    if (RP_UNLIKELY(!tc))
-        free_page_without_cache(p);
-    else if (RP_UNLIKELY(!(d->npages <= RP_TC_PAGE_BINS && rp_tc_page_push(tc, p, d))))
+    if (!rp_tc_page_push_slow(tc, p, d))
         free_direct(p);
-    return 1;
 }
 
 /* Everything but the common small free and page-tier blocks (free_page_aligned): span blocks
@@ -321,15 +308,39 @@ static RP_NOINLINE void free_slow(void *p)
     free_direct(p);
 }
 
-/* A page-aligned pointer: usually a page-tier block of an arena going into a page bin;
- * anything else (a page-aligned span block, another heap's block, not rampart's) takes
- * free_slow. */
+/* A page-aligned pointer: usually the user pointer of a page-tier block of an arena (which
+ * has no header: only its page descriptor tells), which goes into its page bin (at most
+ * RP_TC_PAGE_BINS pages, room permitting; else back to its heap), or is reported if it is
+ * cached already. Anything else (a page-aligned span block, another heap's block, not
+ * rampart's) takes free_slow. Every call here is a tail call, so the common path sets up no
+ * frame. */
 static RP_NOINLINE void free_page_aligned(void *p)
 {
     rp_region *r = rp_pagemap_lookup(p);
-    if (RP_LIKELY(r != NULL && (r->heap->flags & RP_HEAP_MALLOC_ARENA)) && free_page_block(r, p))
+    if (RP_UNLIKELY(r == NULL || !(r->heap->flags & RP_HEAP_MALLOC_ARENA))) {
+        free_slow(p);
         return;
-    free_slow(p);
+    }
+    rp_page *d = rp_page_of(r, p);
+    if (RP_UNLIKELY(d->state != RP_PAGE_LARGE || d->u.large.lead_pages != 0 || RP_HOOK_PREFIX != 0)) {
+        free_slow(p);
+        return;
+    }
+    if (RP_UNLIKELY(rp_tc_page_cached(d))) {
+        report_cached(p, "free");
+        return;
+    }
+    rp_tcache *tc = rp_tc_self;
+    if (RP_UNLIKELY(!tc)) {
+        free_page_without_cache(p);
+        return;
+    }
+    if (RP_UNLIKELY(d->npages > RP_TC_PAGE_BINS)) {
+        free_direct(p);
+        return;
+    }
+    if (RP_UNLIKELY(!rp_tc_page_push_fast(tc, p, d)))
+        free_page_no_room(tc, p, d);
 }
 
 /* A pointer free() was given, examined as free() examines it (at its call in the debug

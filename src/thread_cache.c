@@ -316,7 +316,7 @@ int rp_tc_page_push_slow(rp_tcache *tc, void *p, rp_page *d)
         flush_pages(tc, i, pb->count / 2);
     int room = make_room(tc, bytes) && pb->count < pb->limit;
     errno = saved;
-    return room ? rp_tc_page_push(tc, p, d) : 0;
+    return room ? rp_tc_page_push_fast(tc, p, d) : 0;
 }
 
 /* Makes the region of p, a block a refill just brought in, the cache's near region

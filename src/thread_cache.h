@@ -232,26 +232,28 @@ static inline void *rp_tc_page_pop(rp_tcache *tc, size_t npages, size_t align)
     return p;
 }
 
-/* Slow path of rp_tc_page_push: the bin is full or the cache is at its cap. */
+/* rp_tc_page_push_fast found no room (the bin full or the cache at its cap): makes room and
+ * caches p. Returns 1 when cached, 0 when the caller must free it directly. Keeps errno. */
 int rp_tc_page_push_slow(rp_tcache *tc, void *p, rp_page *d);
 
 /* Caches the live page-tier block p whose head descriptor is d (at most RP_TC_PAGE_BINS
  * pages, user pointer at its first page, not cached already: the caller checked
- * rp_tc_page_cached). Returns 1 when cached, 0 when the caller must free it directly (no
- * room). Keeps errno. */
-static inline int rp_tc_page_push(rp_tcache *tc, void *p, rp_page *d)
+ * rp_tc_page_cached) if its bin and the cache have room: returns 1; 0 (nothing done) if not. */
+static inline int rp_tc_page_push_fast(rp_tcache *tc, void *p, rp_page *d)
 {
     rp_tc_pbin *pb = &tc->pbins[d->npages - 1];
     ptrdiff_t room = tc->room - (ptrdiff_t)((size_t)d->npages << RP_PAGE_SHIFT);
-    if (RP_UNLIKELY(pb->count >= pb->limit || room < 0))
-        return rp_tc_page_push_slow(tc, p, d);
+    uint32_t n = pb->count;
+    if (RP_UNLIKELY(n >= pb->limit || room < 0))
+        return 0;
     __atomic_store_n(&d->flags, (uint8_t)(d->flags | RP_PAGEF_CACHED), __ATOMIC_RELAXED);
-    pb->slot[pb->count].p = p;
-    pb->slot[pb->count].d = d;
-    pb->count++;
+    pb->slot[n].p = p;
+    pb->slot[n].d = d;
+    pb->count = n + 1;
     __atomic_store_n(&tc->room, room, __ATOMIC_RELAXED);
     return 1;
 }
+
 
 /* 1 if the live page-tier block headed by d sits in some thread's cache (T4). */
 static inline int rp_tc_page_cached(const rp_page *d)
