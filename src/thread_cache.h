@@ -60,7 +60,7 @@
  * of the cache's own arena that its last refill came from, is examined at its call instead
  * of collected. Such a block is most likely one this thread carved and handed
  * out itself, whose header is still in this CPU's cache: recording it and examining it later
- * would only add work (a malloc/free pair on one thread: 82 -> 74 instructions, callgrind).
+ * would only add work (a malloc/free pair on one thread: 73 instructions against 81, callgrind).
  * The region is a hint, not an invariant: either way a pointer gets the same examination,
  * only earlier or later, so a stale region (released since, or never set: near_len 0) costs
  * at most speed. It changes only at a refill, and a refill comes after the batch was
