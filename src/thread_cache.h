@@ -36,8 +36,8 @@
  *       with RP_PAGEF_CACHED set; no block is cached twice;
  *   T2  bins[c].slots is bin c's own stretch of slot_store, limit slots long (the bins'
  *       stretches follow each other in class order); every bin's count <= its limit;
- *   T3  cap - room is the sum over the bins of count * class_size(c) (class bins) and count * pages
- *       (page bins), and room >= 0;
+ *   T3  cap - room is the sum over the bins of count * class_size(c) (class bins) and
+ *       count * pages (page bins), and room >= 0;
  *   T4  a block outside every cache (thread caches and the arenas' transfer caches,
  *       transfer_cache.h) carries neither its tag nor RP_PAGEF_CACHED (malloc clears them
  *       when it hands a block out, a flush before the block goes back to its heap).
@@ -49,27 +49,25 @@
  * The free batch (T5) makes a free cheap when the block was last written by another CPU (a
  * producer/consumer program): free() prefetches the block's first line for writing (the
  * cache tag goes there) and its header for reading (for a block starting a line it lies in
- * the line before, a neighbour's) and records the pointer, and the batch is examined when it is full (its headers have arrived by then),
- * when the thread misses in a bin or allocates past its cache, reallocates, flushes, and at
- * thread exit. Examining a pointer is what free() did at its call before: the header check
+ * the line before, a neighbour's) and records the pointer, and the batch is examined when
+ * it is full (its lines have arrived by then), when the thread misses in a bin or allocates
+ * past its cache, reallocates, flushes, and at thread exit. Examining a pointer is what free() did at its call before: the header check
  * (A3 in arena.h), the double-free check by tag and the push into its bin, or the slow path
  * (other heaps, bad pointers: reported then, at most freed_limit - 1 frees after the call
  * that passed them). freed_limit is option free_batch (default 32); 1 examines every free at
  * its call, and so do caches with cap 0 and the debug flavour (which sees every free at once).
  * The near region: a pointer into [near_lo, near_lo + near_len), the page area of the region
  * of the cache's own arena that its last refill came from, is examined at its call instead
- * of collected. Such a block is most likely one this thread carved and handed
- * out itself, whose header is still in this CPU's cache: recording it and examining it later
- * would only add work (a malloc/free pair on one thread: 73 instructions against 81, callgrind).
- * The region is a hint, not an invariant: either way a pointer gets the same examination,
- * only earlier or later, so a stale region (released since, or never set: near_len 0) costs
- * at most speed. It changes only at a refill, and a refill comes after the batch was
- * examined, so no pointer is collected under one region and examined at a call under
- * another.
- * Bounded memory: a thread holds at most cap bytes by T3's count (option cache_bytes); an exiting thread's
- * cache goes back to the heaps (pthread key destructor); after fork(), the child keeps only
- * the forking thread's cache (the others' blocks stay allocated: their threads are gone and
- * their bins may have been mid-update). All operations are O(1) or O(batch size). */
+ * of collected. Such a block is most likely one this thread carved and handed out itself,
+ * whose header is still in this CPU's cache: recording it and examining it later would only
+ * add work (a malloc/free pair on one thread: 73 instructions against 81, callgrind). The
+ * region only decides when a pointer is examined, never how, so a stale one (released
+ * since, or never set: near_len 0) costs at most speed. It changes only at a refill, which
+ * comes after the batch was examined: so T5's "outside the near region" holds.
+ * Bounded memory: a thread holds at most cap bytes by T3's count (option cache_bytes); an
+ * exiting thread's cache goes back to the heaps (pthread key destructor); after fork(), the
+ * child keeps only the forking thread's cache (the others' blocks stay allocated: their
+ * threads are gone and their bins may have been mid-update). All operations are O(1) or O(batch size). */
 #ifndef RP_THREAD_CACHE_H
 #define RP_THREAD_CACHE_H
 
@@ -86,8 +84,8 @@
 #define RP_TC_PAGE_SLOTS 16  /* blocks per page bin */
 #define RP_TC_FREED_MAX 64   /* most frees collected before they are examined (T5) */
 
-/* 32-bit count and limit: the hot paths index slots with the count as it was loaded. What a
- * block counts against the cap is its class size (T3), computed, not stored. */
+/* What a block counts against the cap is its class size (T3), computed, not stored, so count
+ * and limit have 32 bits each (no widening of a 16-bit count on the hot paths). */
 typedef struct rp_tc_bin {
     void **slots;    /* T2: slots[0 .. count-1] hold the cached blocks, the last one freed on top */
     uint32_t count;  /* T2 */
