@@ -46,7 +46,7 @@ void *rp_alloc(rp_heap *h, size_t size, size_t align)
         return NULL;
     }
     h = rp_heap_resolve(h);
-    if (!h || size > RP_MAX_REQUEST || align > RP_MAX_REQUEST) {
+    if (!h || size > RP_MAX_REQUEST || align > RP_MAX_ALIGN) {
         errno = ENOMEM;
         return NULL;
     }

@@ -115,7 +115,9 @@ size_t rp_heap_trim(rp_heap *h, size_t keep_bytes);
  * examine at most three free blocks (two list heads of the segregated-fit index, one of the
  * page tier). Only a heap that cannot grow (caller memory, a cap) and has no aligned free
  * block large enough reads more before it fails: it tries to assemble the run from adjacent
- * free blocks, at most 64 per order. Returns NULL with EINVAL (align not a power of two) or ENOMEM. */
+ * free blocks, at most 64 per order. Returns NULL with EINVAL (align not a power of two) or ENOMEM
+ * (out of memory, or align above 1 GiB: a larger alignment would take a region as large as
+ * itself). */
 void *rp_alloc(rp_heap *h, size_t size, size_t align);
 
 /* Like rp_alloc for n*size bytes, zero-filled. ENOMEM if n*size overflows. */

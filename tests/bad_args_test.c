@@ -97,6 +97,23 @@ int main(void)
         errno = 0;
         CHECK(rp_calloc(h, 2, 64, aligns[i]) == NULL && errno == EINVAL);
     }
+    /* Alignments up to 1 GiB are served; larger ones fail at once with ENOMEM (they would take
+     * a region as large as the alignment, and its address map). */
+    void *giant = rp_alloc(h, 100, (size_t)1 << 30);
+    CHECK(giant && ((uintptr_t)giant & (((size_t)1 << 30) - 1)) == 0);
+    rp_free(giant);
+    size_t too_aligned[] = {(size_t)1 << 31, (size_t)1 << 40, (size_t)1 << 63};
+    for (size_t i = 0; i < sizeof too_aligned / sizeof *too_aligned; i++) {
+        rp_heap_stats_t before, after;
+        rp_heap_stats(h, &before);
+        errno = 0;
+        CHECKF(rp_alloc(h, 1, too_aligned[i]) == NULL && errno == ENOMEM, "align %zu", too_aligned[i]);
+        errno = 0;
+        CHECK(rp_calloc(h, 1, 1, too_aligned[i]) == NULL && errno == ENOMEM);
+        rp_heap_stats(h, &after);
+        CHECKF(after.os_bytes == before.os_bytes, "align %zu mapped %zu bytes", too_aligned[i],
+               after.os_bytes - before.os_bytes);
+    }
     errno = 0;
     CHECK(rp_alloc(h, SIZE_MAX, 0) == NULL && errno == ENOMEM);
     errno = 0;

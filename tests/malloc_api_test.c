@@ -210,6 +210,18 @@ static void test_aligned(void)
     errno = 56;
     CHECK(posix_memalign(&p, 64, SIZE_MAX - 100) == ENOMEM);
     CHECK(p == (void *)0x1 && errno == 56);
+    /* Alignments above 1 GiB: ENOMEM at once (RP_MAX_ALIGN), as from glibc on most machines;
+     * 1 GiB itself is served. */
+    CHECK(posix_memalign(&p, (size_t)1 << 31, 1) == ENOMEM && p == (void *)0x1 && errno == 56);
+    CHECK(posix_memalign(&p, (size_t)1 << 40, 1) == ENOMEM && p == (void *)0x1 && errno == 56);
+    errno = 0;
+    CHECK(aligned_alloc(opaque((size_t)1 << 40), 64) == NULL && errno == ENOMEM);
+    errno = 0;
+    CHECK(memalign(opaque((size_t)1 << 40), 64) == NULL && errno == ENOMEM);
+    REQUIRE(posix_memalign(&p, (size_t)1 << 30, 1) == 0);
+    CHECK(((uintptr_t)p & (((size_t)1 << 30) - 1)) == 0);
+    free(p);
+    p = (void *)0x1;
 
     /* aligned_alloc: powers of two (C17); anything else is EINVAL (glibc >= 2.38). */
     for (size_t a = 1; a <= 65536; a <<= 1) {
