@@ -81,6 +81,11 @@ void rp_os_advise_huge_pages(void *p, size_t len)
 #endif
 }
 
+int rp_os_zero_metadata(void *p, size_t len)
+{
+    return len && madvise(p, len, MADV_DONTNEED) == 0 ? 0 : -1;
+}
+
 void *rp_os_map_aligned(size_t len, size_t align, size_t offset, void **map_base, size_t *map_len)
 {
     if (align <= RP_OS_PAGE) {

@@ -34,6 +34,12 @@ int rp_os_decommit(void *p, size_t len);
  * injection and is not counted in rp_os_calls (which tests use to aim failures). */
 void rp_os_advise_huge_pages(void *p, size_t len);
 
+/* Gives back the pages of [p, p+len) (page aligned) of metadata whose contents are to become
+ * zero (MADV_DONTNEED: they read back as zeros and stop counting towards RSS). Like
+ * rp_os_advise_huge_pages, not subject to fault injection and not counted in rp_os_calls:
+ * the caller zeroes the memory itself when it returns -1. */
+int rp_os_zero_metadata(void *p, size_t len);
+
 /* Scratch memory for diagnostics (the checker's tables): not subject to fault injection and
  * not counted in rp_os_mapped_bytes, so checking a heap never changes what tests measure. */
 void *rp_os_scratch_map(size_t len);

@@ -85,10 +85,36 @@ int rp_pagemap_register(struct rp_region *r, uintptr_t lo, uintptr_t hi)
     return 0;
 }
 
+/* Clears the entries of pages [first, first + npages): the whole 4 KiB pages of leaf memory
+ * they cover are given back to the OS (they read back as zeros, NULL entries, and stop being
+ * resident: a region of N bytes has N / 512 bytes of entries), the entries at either end
+ * that share a page with other entries are stored. A lock-free reader sees each entry as it
+ * was or as NULL, as with stores alone. */
+static void clear_range(uintptr_t first, size_t npages)
+{
+    enum { PER_PAGE = RP_OS_PAGE / sizeof(struct rp_region *) };
+    uintptr_t page = first, end = first + npages;
+    while (page < end) {
+        uintptr_t leaf_end = (page | (PM_LEAF_ENTRIES - 1)) + 1;
+        uintptr_t stop = leaf_end < end ? leaf_end : end;
+        pm_leaf *leaf = leaf_for(page, 0);
+        size_t k = page & (PM_LEAF_ENTRIES - 1), k_end = k + (size_t)(stop - page);
+        size_t whole_lo = (k + PER_PAGE - 1) & ~(size_t)(PER_PAGE - 1), whole_hi = k_end & ~(size_t)(PER_PAGE - 1);
+        if (whole_lo < whole_hi &&
+            rp_os_zero_metadata(&(*leaf)[whole_lo], (whole_hi - whole_lo) * sizeof(struct rp_region *)) == 0) {
+            set_range(page, whole_lo - k, NULL);
+            set_range(page + (whole_hi - k), k_end - whole_hi, NULL);
+        } else {
+            set_range(page, k_end - k, NULL);
+        }
+        page = stop;
+    }
+}
+
 void rp_pagemap_unregister(struct rp_region *r)
 {
     pthread_mutex_lock(&pm_lock);
-    set_range(r->base >> PM_PAGE_SHIFT, r->npages, NULL);
+    clear_range(r->base >> PM_PAGE_SHIFT, r->npages);
     for (struct rp_region **pp = &pm_regions; *pp; pp = &(*pp)->map_next) {
         if (*pp == r) {
             *pp = r->map_next;

@@ -52,7 +52,8 @@ size_t rp_pagemap_run_of(const void *p, size_t npages, const struct rp_region *r
  * [lo, hi) overlaps a registered region. Nothing changes on failure. */
 int rp_pagemap_register(struct rp_region *r, uintptr_t lo, uintptr_t hi);
 
-/* Removes r's entries and its record. */
+/* Removes r's entries and its record; the leaf pages that held only r's entries are given
+ * back to the OS (a freed 1 TiB region no longer leaves 2 GiB of entries resident). */
 void rp_pagemap_unregister(struct rp_region *r);
 
 /* 1 if [lo, hi) overlaps the memory of any registered region. */

@@ -1,6 +1,7 @@
 /* Caller-supplied regions: a heap over a static buffer (no OS memory at all), over a
  * MAP_SHARED mapping that a forked child writes through, mixed with OS memory; overlapping,
- * too small and NULL regions are refused with EINVAL; destroy forgets the region. */
+ * too small and NULL regions are refused with EINVAL; destroy forgets the region. And an OS
+ * region's address-map entries: given back to the OS when the region is unmapped. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdint.h>
@@ -10,6 +11,7 @@
 
 #include "rampart.h"
 #include "src/os.h"
+#include "src/pagemap.h"
 #include "testing.h"
 
 static unsigned char buffer[1 << 20];
@@ -145,10 +147,52 @@ static void test_mixed(void)
     CHECK(rp_os_mapped_bytes() <= base + (64u << 10)); /* at most address-map leaves remain */
 }
 
+/* Resident pages among the n pages at p (mincore). */
+static size_t resident_pages(const void *p, size_t n)
+{
+    unsigned char v[64];
+    REQUIRE(n <= sizeof v && mincore((void *)p, n * 4096, v) == 0);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        k += v[i] & 1;
+    return k;
+}
+
+/* A 64 MiB region holds 16,384 address-map entries, 32 pages of a leaf: resident while the
+ * region is registered, given back (and reading as NULL) once it is unmapped. */
+static void test_map_entries_given_back(void)
+{
+    rp_heap *h = rp_heap_create(NULL);
+    REQUIRE(h);
+    char *big = rp_alloc(h, (size_t)48 << 20, 0);
+    REQUIRE(big);
+    uintptr_t page = (uintptr_t)big >> RP_PM_PAGE_SHIFT;
+    rp_pm_leaf *leaf = rp_pm_root[page >> RP_PM_LEAF_BITS];
+    REQUIRE(leaf);
+    /* The entry pages of big's first 16 MiB (8 pages of entries, all big's region's). */
+    uintptr_t first = (page & (RP_PM_LEAF_ENTRIES - 1) & ~(uintptr_t)511) + 512;
+    REQUIRE(first + 8 * 512 <= RP_PM_LEAF_ENTRIES);
+    const void *entries = &(*leaf)[first];
+    CHECK(resident_pages(entries, 8) == 8);
+    CHECK(rp_pagemap_lookup(big + ((size_t)1 << 20)) != NULL);
+    rp_free(big);
+    rp_heap_trim(h, 0); /* the wholly free region is unmapped */
+    CHECK(rp_pagemap_lookup(big + ((size_t)1 << 20)) == NULL);
+    CHECKF(resident_pages(entries, 8) == 0, "%zu of 8 entry pages still resident", resident_pages(entries, 8));
+    CHECK_HEAP(h);
+    /* The heap still works (it maps again, the entries come back). */
+    big = rp_alloc(h, (size_t)48 << 20, 0);
+    REQUIRE(big);
+    CHECK(rp_pagemap_lookup(big + ((size_t)1 << 20)) != NULL);
+    rp_free(big);
+    rp_heap_destroy(h);
+}
+
 int main(void)
 {
     test_static_buffer();
     test_shared_mapping();
     test_mixed();
+    test_map_entries_given_back();
     TEST_MAIN_END();
 }
