@@ -144,12 +144,12 @@ static inline void *malloc_impl(size_t size)
      * then (size - 1) / 16, min_align_class without its test for 0. */
     if (RP_LIKELY(size - 1 < SMALL_REQUEST && RP_HOOK_PREFIX == 0)) {
         if (RP_LIKELY(tc != NULL)) {
-            /* Class c's bin lies 16 * c bytes into the array and its blocks count
-             * class_size(c) = 16 * c + 32 bytes: one masked offset gives both. */
-            size_t offset = (size - 1) & ~(size_t)15;
-            rp_tc_bin *bin = (rp_tc_bin *)(void *)((char *)tc->bins + offset);
+            /* The block size of the request's class (class (size - 1) / 16, whose blocks
+             * count 16 * class + 32 bytes) gives both its bin and what it counts (T3). */
+            size_t bytes = ((size - 1) & ~(size_t)15) + 32;
+            rp_tc_bin *bin = rp_tc_small_bin_of_block(tc, bytes);
             if (RP_LIKELY(bin->count != 0))
-                return rp_tc_pop_counted(tc, bin, offset + 32);
+                return rp_tc_pop_counted(tc, bin, bytes);
             return malloc_cached(tc, size); /* the refill; the bin is not kept live for it */
         }
     } else if (tc != NULL && size <= TC_MAX_REQUEST)
