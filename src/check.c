@@ -265,7 +265,7 @@ static int check_span(checker *c, rp_region *r, rp_page *head)
     return 0;
 }
 
-/* R1..R3 and M1: checked before anything that relies on regions or the address map. */
+/* R1..R3, M1 and M4: checked before anything that relies on regions or the address map. */
 static int check_region_frame(checker *c, rp_region *r, const rp_region *prev)
 {
     rp_heap *h = c->h;
@@ -282,6 +282,9 @@ static int check_region_frame(checker *c, rp_region *r, const rp_region *prev)
     if (mapped != r->npages)
         return fail(c, "M1: address map does not send page %p to its region %p",
                     (void *)(r->base + (mapped << RP_PAGE_SHIFT)), (void *)r);
+    if (!rp_pagemap_whole_leaf_ok(r))
+        return fail(c, "M4: the address map's whole-slot leaf of region %p holds another region or "
+                    "serves a slot outside it", (void *)r);
     return 0;
 }
 

@@ -17,18 +17,53 @@ rp_pm_leaf *rp_pm_root[RP_PM_ROOT_ENTRIES];
 static pthread_mutex_t pm_lock = PTHREAD_MUTEX_INITIALIZER;
 static size_t pm_bytes;
 
+/* Zeroed leaves no slot points to (retired whole-slot leaves), for reuse. A stale reader
+ * may still read one, so a spare holds nothing but NULL entries; should more than
+ * PM_MAX_SPARES be retired at once, the excess stays mapped, zeroed and unused. */
+#define PM_MAX_SPARES 256
+static pm_leaf *pm_spares[PM_MAX_SPARES];
+static size_t pm_nspares;
+
+/* A zeroed leaf: a spare, or freshly mapped. NULL when the OS refuses. */
+static pm_leaf *leaf_new(void)
+{
+    if (pm_nspares)
+        return pm_spares[--pm_nspares];
+    pm_leaf *leaf = rp_os_map(sizeof(pm_leaf));
+    if (leaf)
+        pm_bytes += sizeof(pm_leaf);
+    return leaf;
+}
+
+/* Makes leaf (no slot points to it) a zeroed spare: its pages are given back to the OS, or
+ * cleared by hand where that fails. */
+static void leaf_retire(pm_leaf *leaf)
+{
+    if (rp_os_zero_metadata(leaf, sizeof(pm_leaf)) != 0)
+        for (size_t i = 0; i < PM_LEAF_ENTRIES; i++)
+            __atomic_store_n(&(*leaf)[i], NULL, __ATOMIC_RELAXED);
+    if (pm_nspares < PM_MAX_SPARES)
+        pm_spares[pm_nspares++] = leaf;
+}
+
 static pm_leaf *leaf_for(uintptr_t page, int create)
 {
     pm_leaf **slot = &pm_root[page >> PM_LEAF_BITS];
     pm_leaf *leaf = *slot;
     if (!leaf && create) {
-        leaf = rp_os_map(sizeof(pm_leaf));
-        if (leaf) {
-            pm_bytes += sizeof(pm_leaf);
+        leaf = leaf_new();
+        if (leaf)
             __atomic_store_n(slot, leaf, __ATOMIC_RELEASE);
-        }
     }
     return leaf;
+}
+
+/* 1 if [first, first + npages) covers slot s's whole GiB and s has no leaf: the slot can
+ * point to the region's whole-slot leaf. */
+static int slot_takes_whole_leaf(uintptr_t s, uintptr_t first, size_t npages)
+{
+    uintptr_t lo = s << PM_LEAF_BITS;
+    return lo >= first && lo + PM_LEAF_ENTRIES <= first + npages && !pm_root[s];
 }
 
 static void set_range(uintptr_t first, size_t npages, struct rp_region *r)
@@ -69,14 +104,37 @@ int rp_pagemap_register(struct rp_region *r, uintptr_t lo, uintptr_t hi)
         pthread_mutex_unlock(&pm_lock);
         return -2;
     }
-    /* Create every leaf first, so a failure changes nothing. */
-    for (uintptr_t page = first; page < first + npages; page = (page | (PM_LEAF_ENTRIES - 1)) + 1) {
-        if (!leaf_for(page, 1)) {
+    uintptr_t s_first = first >> PM_LEAF_BITS, s_last = (first + npages - 1) >> PM_LEAF_BITS;
+    /* Create every leaf first, so a failure changes nothing visible (leaves already placed in
+     * empty slots hold no entries). */
+    pm_leaf *whole = NULL;
+    for (uintptr_t s = s_first; s <= s_last; s++) {
+        int ok;
+        if (slot_takes_whole_leaf(s, first, npages))
+            ok = whole || (whole = leaf_new()) != NULL;
+        else
+            ok = leaf_for(s << PM_LEAF_BITS, 1) != NULL;
+        if (!ok) {
+            if (whole)
+                leaf_retire(whole);
             pthread_mutex_unlock(&pm_lock);
             return -1;
         }
     }
-    set_range(first, npages, r);
+    if (whole) {
+        for (size_t i = 0; i < PM_LEAF_ENTRIES; i++)
+            __atomic_store_n(&(*whole)[i], r, __ATOMIC_RELAXED);
+    }
+    r->pm_whole_leaf = whole ? *whole : NULL;
+    for (uintptr_t s = s_first; s <= s_last; s++) {
+        if (whole && slot_takes_whole_leaf(s, first, npages)) {
+            __atomic_store_n(&pm_root[s], whole, __ATOMIC_RELEASE); /* publishes the entries */
+        } else {
+            uintptr_t from = s == s_first ? first : s << PM_LEAF_BITS;
+            uintptr_t to = s == s_last ? first + npages : (s + 1) << PM_LEAF_BITS;
+            set_range(from, (size_t)(to - from), r);
+        }
+    }
     r->mem_lo = lo;
     r->mem_hi = hi;
     r->map_next = pm_regions;
@@ -114,7 +172,24 @@ static void clear_range(uintptr_t first, size_t npages)
 void rp_pagemap_unregister(struct rp_region *r)
 {
     pthread_mutex_lock(&pm_lock);
-    clear_range(r->base >> PM_PAGE_SHIFT, r->npages);
+    uintptr_t first = r->base >> PM_PAGE_SHIFT, end = first + r->npages;
+    pm_leaf *whole = (pm_leaf *)(void *)r->pm_whole_leaf;
+    for (uintptr_t page = first; page < end;) {
+        uintptr_t s = page >> PM_LEAF_BITS;
+        uintptr_t stop = (s + 1) << PM_LEAF_BITS;
+        if (stop > end)
+            stop = end;
+        if (whole && pm_root[s] == whole)
+            __atomic_store_n(&pm_root[s], NULL, __ATOMIC_RELEASE);
+        else
+            clear_range(page, (size_t)(stop - page));
+        page = stop;
+    }
+    if (whole) {
+        /* No slot points to it any more; a reader that loaded it before reads r or zero. */
+        leaf_retire(whole);
+        r->pm_whole_leaf = NULL;
+    }
     for (struct rp_region **pp = &pm_regions; *pp; pp = &(*pp)->map_next) {
         if (*pp == r) {
             *pp = r->map_next;
@@ -141,6 +216,7 @@ size_t rp_pagemap_run_of(const void *p, size_t npages, const struct rp_region *r
 {
     uintptr_t page = (uintptr_t)p >> RP_PM_PAGE_SHIFT;
     size_t done = 0;
+    const rp_pm_leaf *seen_whole = NULL; /* a leaf all of whose entries were read as r */
     while (done < npages) {
         uintptr_t at = page + done;
         if (at >> (RP_PM_ROOT_BITS + RP_PM_LEAF_BITS))
@@ -150,9 +226,34 @@ size_t rp_pagemap_run_of(const void *p, size_t npages, const struct rp_region *r
             return done;
         size_t k = at & (RP_PM_LEAF_ENTRIES - 1);
         size_t end = RP_PM_LEAF_ENTRIES - k < npages - done ? RP_PM_LEAF_ENTRIES : k + (npages - done);
+        if (leaf == seen_whole) { /* a whole-slot leaf met again: its entries are known */
+            done += end - k;
+            continue;
+        }
+        size_t k0 = k;
         for (; k < end; k++, done++)
             if (__atomic_load_n(&(*leaf)[k], __ATOMIC_ACQUIRE) != r)
                 return done;
+        if (k0 == 0 && end == RP_PM_LEAF_ENTRIES)
+            seen_whole = leaf;
     }
     return done;
+}
+
+int rp_pagemap_whole_leaf_ok(const struct rp_region *r)
+{
+    const rp_pm_leaf *whole = (const rp_pm_leaf *)(const void *)r->pm_whole_leaf;
+    if (!whole)
+        return 1;
+    for (size_t i = 0; i < RP_PM_LEAF_ENTRIES; i++)
+        if (__atomic_load_n(&(*whole)[i], __ATOMIC_ACQUIRE) != r)
+            return 0;
+    uintptr_t first = r->base >> RP_PM_PAGE_SHIFT, end = first + r->npages;
+    for (uintptr_t s = 0; s < RP_PM_ROOT_ENTRIES; s++) {
+        if (__atomic_load_n(&rp_pm_root[s], __ATOMIC_ACQUIRE) != whole)
+            continue;
+        if ((s << RP_PM_LEAF_BITS) < first || ((s + 1) << RP_PM_LEAF_BITS) > end)
+            return 0;
+    }
+    return 1;
 }

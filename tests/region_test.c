@@ -1,10 +1,12 @@
 /* Caller-supplied regions: a heap over a static buffer (no OS memory at all), over a
  * MAP_SHARED mapping that a forked child writes through, mixed with OS memory; overlapping,
- * too small and NULL regions are refused with EINVAL; destroy forgets the region. And an OS
- * region's address-map entries: given back to the OS when the region is unmapped. */
+ * too small and NULL regions are refused with EINVAL; destroy forgets the region. And the
+ * address map: an OS region's entries are given back to the OS when the region is unmapped;
+ * a huge region's whole GiBs share one leaf (M4), found and checked like any other. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -12,6 +14,7 @@
 #include "rampart.h"
 #include "src/os.h"
 #include "src/pagemap.h"
+#include "src/region.h"
 #include "testing.h"
 
 static unsigned char buffer[1 << 20];
@@ -188,11 +191,118 @@ static void test_map_entries_given_back(void)
     rp_heap_destroy(h);
 }
 
+#define GIB ((size_t)1 << 30)
+
+/* The checker's verdict on h, which must name `code`. */
+static void check_fails_with(rp_heap *h, const char *code)
+{
+    char why[256];
+    CHECK(rp_heap_check(h, why, sizeof why) != 0);
+    CHECKF(strstr(why, code) != NULL, "expected %s, got: %s", code, why);
+}
+
+/* A heap whose first region is 4 GiB: its page area, aligned to its size, covers 4 whole
+ * slots of the map, which share one leaf. Without whole-slot leaves the map grows by 4
+ * leaves (8 MiB, written entry by entry: seconds for a TiB). */
+static void test_whole_slot_leaf(void)
+{
+    rp_heap_config cfg = {0};
+    cfg.region_bytes = 4 * GIB;
+    rp_heap *h = rp_heap_create(&cfg);
+    REQUIRE(h);
+    size_t leaves0 = rp_pagemap_bytes();
+    char *small = rp_alloc(h, 100, 0);
+    REQUIRE(small);
+    rp_region *r = rp_pagemap_lookup(small);
+    REQUIRE(r);
+    REQUIRE(r->npages << RP_PAGE_SHIFT == 4 * GIB);
+    char *big = (char *)r->base;
+    size_t size = 4 * GIB;
+    CHECK(r->pm_whole_leaf != NULL);
+    CHECKF(rp_pagemap_bytes() - leaves0 <= sizeof(rp_pm_leaf), "the map grew by %zu bytes",
+           rp_pagemap_bytes() - leaves0);
+    for (size_t off = 0; off < size; off += GIB / 2)
+        CHECKF(rp_pagemap_lookup(big + off) == r, "GiB %zu", off / GIB);
+    CHECK(rp_pagemap_lookup(big + size - 1) == r);
+    CHECK(rp_pagemap_run_of((void *)r->base, r->npages, r) == r->npages);
+    CHECK_HEAP(h);
+
+    /* The checker reads the shared leaf: a wrong entry (M1) and a slot outside the region
+     * pointing to it (M4) are both reported. */
+    struct rp_region **entry = &r->pm_whole_leaf[12345];
+    *entry = NULL;
+    check_fails_with(h, "M1");
+    *entry = r;
+    uintptr_t outside = (r->base >> 30) + (r->npages >> (30 - RP_PAGE_SHIFT));
+    while (outside < RP_PM_ROOT_ENTRIES && rp_pm_root[outside])
+        outside++;
+    REQUIRE(outside < RP_PM_ROOT_ENTRIES);
+    rp_pm_root[outside] = (rp_pm_leaf *)(void *)r->pm_whole_leaf;
+    check_fails_with(h, "M4");
+    rp_pm_root[outside] = NULL;
+    CHECK_HEAP(h);
+
+    /* Unmapped: no slot keeps the leaf, lookups read NULL; mapped again: the leaf is reused. */
+    uintptr_t slot = (uintptr_t)big >> 30;
+    rp_free(small);
+    rp_heap_destroy(h);
+    CHECK(rp_pagemap_lookup(big) == NULL && rp_pagemap_lookup(big + size / 2) == NULL);
+    CHECK(rp_pm_root[slot] == NULL);
+    size_t leaves1 = rp_pagemap_bytes();
+    h = rp_heap_create(&cfg);
+    REQUIRE(h);
+    small = rp_alloc(h, 100, 0);
+    REQUIRE(small);
+    r = rp_pagemap_lookup(small);
+    REQUIRE(r && r->pm_whole_leaf != NULL);
+    CHECK(rp_pagemap_lookup((char *)r->base + (r->npages << RP_PAGE_SHIFT) - 1) == r);
+    CHECKF(rp_pagemap_bytes() == leaves1, "the map grew by %zu bytes on reuse", rp_pagemap_bytes() - leaves1);
+    CHECK_HEAP(h);
+    rp_free(small);
+    rp_heap_destroy(h);
+}
+
+/* Caller memory of 3 GiB that starts in the middle of a GiB: slots at either end are shared
+ * with whatever else is there (entries written one by one), the whole ones in between use
+ * the region's leaf; every page maps to the region until it is forgotten. */
+static void test_partial_and_whole_slots(void)
+{
+    size_t len = 3 * GIB + ((size_t)1 << 20);
+    char *mem = mmap(NULL, len + GIB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    REQUIRE(mem != MAP_FAILED);
+    /* Start half a GiB past a GiB boundary, so both ends are partial slots. */
+    char *start = (char *)(((uintptr_t)mem + GIB - 1) & ~(uintptr_t)(GIB - 1)) + GIB / 2;
+    rp_heap_config cfg = {0};
+    cfg.flags = RP_HEAP_NO_OS;
+    rp_heap *h = rp_heap_create(&cfg);
+    REQUIRE(h);
+    REQUIRE(rp_heap_add_region(h, start, len - GIB / 2) == 0);
+    char *p = rp_alloc(h, 100, 0);
+    REQUIRE(p);
+    rp_region *r = rp_pagemap_lookup(p);
+    REQUIRE(r);
+    CHECK(r->pm_whole_leaf != NULL); /* at least two whole GiBs inside */
+    char *area = (char *)r->base, *area_end = area + (r->npages << RP_PAGE_SHIFT);
+    for (char *q = area; q < area_end; q += GIB / 4)
+        CHECKF(rp_pagemap_lookup(q) == r, "offset %zu", (size_t)(q - area));
+    CHECK(rp_pagemap_lookup(area_end - 1) == r);
+    CHECK(rp_pagemap_lookup(area_end) == NULL);
+    CHECK(rp_pagemap_lookup(area - 1) == NULL);
+    CHECK_HEAP(h);
+    rp_free(p);
+    rp_heap_destroy(h);
+    for (char *q = area; q < area_end; q += GIB / 4)
+        CHECK(rp_pagemap_lookup(q) == NULL);
+    munmap(mem, len + GIB);
+}
+
 int main(void)
 {
     test_static_buffer();
     test_shared_mapping();
     test_mixed();
     test_map_entries_given_back();
+    test_whole_slot_leaf();
+    test_partial_and_whole_slots();
     TEST_MAIN_END();
 }
