@@ -127,14 +127,14 @@ void do_batch(uint8_t flags, int s, uint8_t count, size_t size, size_t align)
 }
 
 /* Caller memory in a gigabyte of address space no region ever used: registering it needs a
- * new leaf of the address map, and when the OS refuses that leaf rp_heap_add_region fails
- * with ENOMEM and changes nothing. (It never succeeds here: the leaf stays missing, so the
- * next input meets the same path.) */
+ * new chunk table of the address map, and when the OS refuses that table rp_heap_add_region
+ * fails with ENOMEM and changes nothing. (It never succeeds here: the table stays missing,
+ * so the next input meets the same path.) */
 void do_fresh_region(uint8_t where)
 {
     heap_model *m = &model.heaps[0];
     uintptr_t at = ((uintptr_t)0x500 << 36) + ((uintptr_t)where << 30);
-    if (rp_pm_root[at >> (RP_PM_PAGE_SHIFT + RP_PM_LEAF_BITS)] || injection_armed(rp_os_calls()))
+    if (rp_pm_root[at >> RP_PM_SLOT_SHIFT] || injection_armed(rp_os_calls()))
         return;
     size_t len = 64 << 10;
     void *base = mmap((void *)at, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
@@ -154,8 +154,8 @@ void do_fresh_region(uint8_t where)
     expect_no_report();
     rp_heap_stats(m->h, &after);
     munmap(base, len);
-    EXPECT(rc == -1 && err == ENOMEM, "rp_heap_add_region(%p) without an address-map leaf: rc %d, errno %d", base, rc,
+    EXPECT(rc == -1 && err == ENOMEM, "rp_heap_add_region(%p) without an address-map table: rc %d, errno %d", base, rc,
            err);
     EXPECT(after.regions == before.regions && after.region_bytes == before.region_bytes,
-           "a region refused for want of a leaf changed the heap");
+           "a region refused for want of a table changed the heap");
 }

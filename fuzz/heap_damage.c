@@ -156,9 +156,8 @@ RP_NO_SANITIZE_ADDRESS static int damage(heap_model *m, unsigned kind, unsigned 
         rp_region *r = some_region(h, sel);
         if (!r)
             return 0;
-        uintptr_t page = (r->base >> RP_PM_PAGE_SHIFT) + (sel >> 4) % r->npages;
-        rp_pm_leaf *leaf = rp_pm_root[page >> RP_PM_LEAF_BITS];
-        set_ptr(&(*leaf)[page & (RP_PM_LEAF_ENTRIES - 1)], NULL);
+        uintptr_t page = r->base + (((sel >> 4) % r->npages) << RP_PM_PAGE_SHIFT);
+        set_ptr(rp_pagemap_entry_of((void *)page), NULL);
         return 1;
     }
     case 8: { /* a region's magic: R2 */

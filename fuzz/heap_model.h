@@ -153,7 +153,7 @@ void do_corrupt(uint8_t kind, uint16_t sel, uint8_t x);
  * rp_free_batch of slots s, s+stride, ... with bits 1-3 the stride - 1 (7: stride -1) and
  * bits 4-5 one bad pointer (1 twice in the batch, 2 the second heap's, 3 foreign). */
 void do_batch(uint8_t flags, int s, uint8_t count, size_t size, size_t align);
-/* OP_FRESH_REGION (heap_batch.c): caller memory where the address map has no leaf yet, which
+/* OP_FRESH_REGION (heap_batch.c): caller memory where the address map has no chunk table yet, which
  * the OS refuses to map: ENOMEM, nothing changed. */
 void do_fresh_region(uint8_t where);
 

@@ -74,7 +74,7 @@ enum {
     OP_CORRUPT,    /* kind8, sel16, x8: damage one structure, rp_heap_check must say so, repair */
     OP_EDGES,      /* argument edge cases of the API (NULL heaps, bad configs, bad arguments) */
     OP_BATCH,      /* flags8, slot, count8, size16, align8: rp_alloc_batch / rp_free_batch */
-    OP_FRESH_REGION, /* where8: caller memory needing a new address-map leaf the OS refuses */
+    OP_FRESH_REGION, /* where8: caller memory needing a new address-map table the OS refuses */
     OP_COUNT
 };
 
@@ -496,7 +496,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     run(&in);
     for (int k = 0; k < NHEAPS; k++)
         rp_heap_destroy(model.heaps[k].h);
-    /* Every byte the heaps mapped is returned (address-map leaves are kept by design; the
+    /* Every byte the heaps mapped is returned (address-map tables are kept by design; the
      * debug runtime's stack depot lives for the process). */
     size_t mapped_after = rp_os_mapped_bytes() - rp_pagemap_bytes();
     EXPECT(DEBUG_FLAVOUR || mapped_after == mapped_before, "destroying the heaps leaked %zd mapped bytes",

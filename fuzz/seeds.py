@@ -18,7 +18,7 @@ heap_ops input format (fuzz/heap_ops.c is the authority):
     arguments, little-endian: 13 batch flags slot count size align (flags bit 0: free rather
     than allocate; bits 1-3: the free's stride - 1, 7 for -1; bits 4-6: one bad pointer, 1 twice in the
     batch, 2 the second heap's, 3 foreign, 4 an interior pointer of a live block, 5 a stale one; count: count + 1 blocks), 14 fresh-region where
-    (a gigabyte of address space the address map has no leaf for). A size is 16 bits: the top 3 bits pick a range (0: 0..63,
+    (a gigabyte of address space the address map has no chunk table for). A size is 16 bits: the top 3 bits pick a range (0: 0..63,
     1: 0..1023, 2: 0..8191, 3: x*8, 4: x*64, 5: whole pages (up to 4 MiB), 6: around a page boundary,
     7: special values); an alignment byte is 0 (default), 1..23 for 2^(v-1), 24..31 for
     invalid or huge values, bit 7 = the second heap.
@@ -231,7 +231,7 @@ def heap_ops_seeds():
     s["seed-batch-bad-headers"] = (shape(2) + alloc_batch(0, 64, 48) + alloc_batch(64, 64, 200) +
                                    free_batch(0, 16, 1, BAD_INTERIOR) + free_batch(16, 16, 2, BAD_STALE) +
                                    free_batch(64, 32, 1, BAD_STALE) + free_batch(100, 20, 1, BAD_INTERIOR) + check())
-    # Caller memory where the address map has no leaf, the OS refusing the leaf; an edges
+    # Caller memory where the address map has no chunk table, the OS refusing it; an edges
     # operation (the default report function, every error kind's name).
     s["seed-fresh-region"] = shape(4) + fresh_region(0) + fresh_region(7) + alloc(0, 100) + fresh_region(255) + edges()
     # The seed scenario (README, rpbench): runs of one aligned shape, no frees, then churn.

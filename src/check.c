@@ -282,9 +282,8 @@ static int check_region_frame(checker *c, rp_region *r, const rp_region *prev)
     if (mapped != r->npages)
         return fail(c, "M1: address map does not send page %p to its region %p",
                     (void *)(r->base + (mapped << RP_PAGE_SHIFT)), (void *)r);
-    if (!rp_pagemap_whole_leaf_ok(r))
-        return fail(c, "M4: the address map's whole-slot leaf of region %p holds another region or "
-                    "serves a slot outside it", (void *)r);
+    if (!rp_pagemap_ends_ok(r))
+        return fail(c, "M4: the address map gives region %p a whole chunk outside its page area", (void *)r);
     return 0;
 }
 

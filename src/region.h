@@ -92,8 +92,6 @@ typedef struct rp_region {
     struct rp_region *next, *prev; /* the heap's region list */
     uintptr_t mem_lo, mem_hi;      /* all memory the region occupies (for overlap checks) */
     struct rp_region *map_next;    /* the address map's list of registered regions */
-    struct rp_region **pm_whole_leaf; /* the address map's whole-slot leaf of this region
-                                         (pagemap.h, M4), or NULL */
     uint64_t *resident;            /* OS regions: which pages may be resident (resident.h),
                                       after the descriptors; NULL for caller memory */
     rp_page pages[];

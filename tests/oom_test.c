@@ -69,7 +69,7 @@ static void scenario(rp_heap *h)
     checked(h, (void *)1, "trim");
 }
 
-/* Bytes mapped by rampart, not counting address-map leaves (kept for reuse by design). */
+/* Bytes mapped by rampart, not counting address-map tables (kept for reuse by design). */
 static size_t mapped(void) { return rp_os_mapped_bytes() - rp_pagemap_bytes(); }
 
 int main(void)

@@ -1,8 +1,8 @@
 /* Caller-supplied regions: a heap over a static buffer (no OS memory at all), over a
  * MAP_SHARED mapping that a forked child writes through, mixed with OS memory; overlapping,
  * too small and NULL regions are refused with EINVAL; destroy forgets the region. And the
- * address map: an OS region's entries are given back to the OS when the region is unmapped;
- * a huge region's whole GiBs share one leaf (M4), found and checked like any other. */
+ * address map: whole 2 MiB chunks of a region take one entry, shared ones a page table;
+ * lookups, the checker (M1, M4) and unregistering (M3) with both. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdint.h>
@@ -147,51 +147,11 @@ static void test_mixed(void)
         rp_free(p[i]);
     CHECK_HEAP(h);
     rp_heap_destroy(h);
-    CHECK(rp_os_mapped_bytes() <= base + (64u << 10)); /* at most address-map leaves remain */
-}
-
-/* Resident pages among the n pages at p (mincore). */
-static size_t resident_pages(const void *p, size_t n)
-{
-    unsigned char v[64];
-    REQUIRE(n <= sizeof v && mincore((void *)p, n * 4096, v) == 0);
-    size_t k = 0;
-    for (size_t i = 0; i < n; i++)
-        k += v[i] & 1;
-    return k;
-}
-
-/* A 64 MiB region holds 16,384 address-map entries, 32 pages of a leaf: resident while the
- * region is registered, given back (and reading as NULL) once it is unmapped. */
-static void test_map_entries_given_back(void)
-{
-    rp_heap *h = rp_heap_create(NULL);
-    REQUIRE(h);
-    char *big = rp_alloc(h, (size_t)48 << 20, 0);
-    REQUIRE(big);
-    uintptr_t page = (uintptr_t)big >> RP_PM_PAGE_SHIFT;
-    rp_pm_leaf *leaf = rp_pm_root[page >> RP_PM_LEAF_BITS];
-    REQUIRE(leaf);
-    /* The entry pages of big's first 16 MiB (8 pages of entries, all big's region's). */
-    uintptr_t first = (page & (RP_PM_LEAF_ENTRIES - 1) & ~(uintptr_t)511) + 512;
-    REQUIRE(first + 8 * 512 <= RP_PM_LEAF_ENTRIES);
-    const void *entries = &(*leaf)[first];
-    CHECK(resident_pages(entries, 8) == 8);
-    CHECK(rp_pagemap_lookup(big + ((size_t)1 << 20)) != NULL);
-    rp_free(big);
-    rp_heap_trim(h, 0); /* the wholly free region is unmapped */
-    CHECK(rp_pagemap_lookup(big + ((size_t)1 << 20)) == NULL);
-    CHECKF(resident_pages(entries, 8) == 0, "%zu of 8 entry pages still resident", resident_pages(entries, 8));
-    CHECK_HEAP(h);
-    /* The heap still works (it maps again, the entries come back). */
-    big = rp_alloc(h, (size_t)48 << 20, 0);
-    REQUIRE(big);
-    CHECK(rp_pagemap_lookup(big + ((size_t)1 << 20)) != NULL);
-    rp_free(big);
-    rp_heap_destroy(h);
+    CHECK(rp_os_mapped_bytes() <= base + (64u << 10)); /* at most address-map tables remain */
 }
 
 #define GIB ((size_t)1 << 30)
+#define CHUNK ((size_t)1 << RP_PM_CHUNK_SHIFT)
 
 /* The checker's verdict on h, which must name `code`. */
 static void check_fails_with(rp_heap *h, const char *code)
@@ -201,76 +161,114 @@ static void check_fails_with(rp_heap *h, const char *code)
     CHECKF(strstr(why, code) != NULL, "expected %s, got: %s", code, why);
 }
 
-/* A heap whose first region is 4 GiB: its page area, aligned to its size, covers 4 whole
- * slots of the map, which share one leaf. Without whole-slot leaves the map grows by 4
- * leaves (8 MiB, written entry by entry: seconds for a TiB). */
-static void test_whole_slot_leaf(void)
+/* The chunk entry of the chunk holding p (its chunk table must exist). */
+static uintptr_t chunk_entry(const void *p)
+{
+    rp_pm_chunk_table *t = rp_pm_root[(uintptr_t)p >> RP_PM_SLOT_SHIFT];
+    REQUIRE(t);
+    return (*t)[((uintptr_t)p >> RP_PM_CHUNK_SHIFT) & (RP_PM_CHUNK_ENTRIES - 1)];
+}
+
+/* A heap whose first region is 4 GiB: its page area, aligned to its size, is 2,048 whole
+ * chunks, registered with one entry each (a chunk table per GiB, no page table): the map
+ * grows by at most 16 KiB, where one entry per page took 8 MiB of entries (and seconds for a
+ * TiB). Lookups find it everywhere, the checker reads it, destroy clears it. */
+static void test_whole_chunks(void)
 {
     rp_heap_config cfg = {0};
     cfg.region_bytes = 4 * GIB;
     rp_heap *h = rp_heap_create(&cfg);
     REQUIRE(h);
-    size_t leaves0 = rp_pagemap_bytes();
+    size_t tables0 = rp_pagemap_bytes();
     char *small = rp_alloc(h, 100, 0);
     REQUIRE(small);
     rp_region *r = rp_pagemap_lookup(small);
     REQUIRE(r);
     REQUIRE(r->npages << RP_PAGE_SHIFT == 4 * GIB);
-    char *big = (char *)r->base;
+    char *area = (char *)r->base;
     size_t size = 4 * GIB;
-    CHECK(r->pm_whole_leaf != NULL);
-    CHECKF(rp_pagemap_bytes() - leaves0 <= sizeof(rp_pm_leaf), "the map grew by %zu bytes",
-           rp_pagemap_bytes() - leaves0);
-    for (size_t off = 0; off < size; off += GIB / 2)
-        CHECKF(rp_pagemap_lookup(big + off) == r, "GiB %zu", off / GIB);
-    CHECK(rp_pagemap_lookup(big + size - 1) == r);
-    CHECK(rp_pagemap_run_of((void *)r->base, r->npages, r) == r->npages);
+    CHECKF(rp_pagemap_bytes() - tables0 <= 4 * RP_OS_PAGE, "the map grew by %zu bytes", rp_pagemap_bytes() - tables0);
+    for (size_t off = 0; off < size; off += CHUNK * 37) {
+        CHECKF(rp_pagemap_lookup(area + off) == r, "offset %zu", off);
+        CHECKF(chunk_entry(area + off) == (uintptr_t)r, "chunk at offset %zu is not whole", off);
+    }
+    CHECK(rp_pagemap_lookup(area + size - 1) == r);
+    CHECK(rp_pagemap_run_of(area, r->npages, r) == r->npages);
+    CHECK(rp_pagemap_run_of(area, r->npages + 1, r) == r->npages);
     CHECK_HEAP(h);
 
-    /* The checker reads the shared leaf: a wrong entry (M1) and a slot outside the region
-     * pointing to it (M4) are both reported. */
-    struct rp_region **entry = &r->pm_whole_leaf[12345];
-    *entry = NULL;
+    /* A chunk entry cleared inside the region: M1. */
+    uintptr_t *e = rp_pagemap_entry_of(area + GIB + 12345 * RP_PAGE_SIZE);
+    REQUIRE(e && *e == (uintptr_t)r);
+    *e = 0;
     check_fails_with(h, "M1");
-    *entry = r;
-    uintptr_t outside = (r->base >> 30) + (r->npages >> (30 - RP_PAGE_SHIFT));
-    while (outside < RP_PM_ROOT_ENTRIES && rp_pm_root[outside])
-        outside++;
-    REQUIRE(outside < RP_PM_ROOT_ENTRIES);
-    rp_pm_root[outside] = (rp_pm_leaf *)(void *)r->pm_whole_leaf;
-    check_fails_with(h, "M4");
-    rp_pm_root[outside] = NULL;
+    CHECK(rp_pagemap_run_of(area, r->npages, r) == (GIB + 12288 * RP_PAGE_SIZE) >> RP_PAGE_SHIFT);
+    *e = (uintptr_t)r;
     CHECK_HEAP(h);
 
-    /* Unmapped: no slot keeps the leaf, lookups read NULL; mapped again: the leaf is reused. */
-    uintptr_t slot = (uintptr_t)big >> 30;
+    uintptr_t slot = (uintptr_t)area >> RP_PM_SLOT_SHIFT;
     rp_free(small);
     rp_heap_destroy(h);
-    CHECK(rp_pagemap_lookup(big) == NULL && rp_pagemap_lookup(big + size / 2) == NULL);
-    CHECK(rp_pm_root[slot] == NULL);
-    size_t leaves1 = rp_pagemap_bytes();
+    CHECK(rp_pagemap_lookup(area) == NULL && rp_pagemap_lookup(area + size / 2) == NULL);
+    CHECK(rp_pm_root[slot] != NULL && chunk_entry(area) == 0);
+    /* A second heap maps the same way, reusing the tables. */
+    size_t tables1 = rp_pagemap_bytes();
     h = rp_heap_create(&cfg);
     REQUIRE(h);
     small = rp_alloc(h, 100, 0);
     REQUIRE(small);
     r = rp_pagemap_lookup(small);
-    REQUIRE(r && r->pm_whole_leaf != NULL);
-    CHECK(rp_pagemap_lookup((char *)r->base + (r->npages << RP_PAGE_SHIFT) - 1) == r);
-    CHECKF(rp_pagemap_bytes() == leaves1, "the map grew by %zu bytes on reuse", rp_pagemap_bytes() - leaves1);
+    REQUIRE(r && rp_pagemap_lookup((char *)r->base + (r->npages << RP_PAGE_SHIFT) - 1) == r);
+    CHECKF(rp_pagemap_bytes() - tables1 <= 4 * RP_OS_PAGE, "the map grew by %zu bytes", rp_pagemap_bytes() - tables1);
     CHECK_HEAP(h);
     rp_free(small);
     rp_heap_destroy(h);
 }
 
-/* Caller memory of 3 GiB that starts in the middle of a GiB: slots at either end are shared
- * with whatever else is there (entries written one by one), the whole ones in between use
- * the region's leaf; every page maps to the region until it is forgotten. */
-static void test_partial_and_whole_slots(void)
+/* M4: a 64 MiB region's neighbouring chunks (in the same GiB) naming the region are
+ * reported; 48 MiB freed goes back to the OS and the region's entries with it. */
+static void test_chunk_outside_region(void)
+{
+    rp_heap *h = rp_heap_create(NULL);
+    REQUIRE(h);
+    char *big = rp_alloc(h, (size_t)48 << 20, 0);
+    REQUIRE(big);
+    rp_region *r = rp_pagemap_lookup(big);
+    REQUIRE(r);
+    char *area = (char *)r->base, *end = area + (r->npages << RP_PAGE_SHIFT);
+    /* The chunk after the region, or the one before it when the region ends a GiB. */
+    char *outside = ((uintptr_t)end & (GIB - 1)) ? end : area - CHUNK;
+    uintptr_t *e = rp_pagemap_entry_of(outside);
+    REQUIRE(e);
+    uintptr_t saved = *e;
+    /* Regions mapped from the OS are 2 MiB aligned and at least 4 MiB here: a chunk entry. */
+    REQUIRE(!(saved & RP_PM_PAGE_TABLE_TAG));
+    *e = (uintptr_t)r;
+    check_fails_with(h, "M4");
+    *e = saved;
+    CHECK_HEAP(h);
+    rp_free(big);
+    rp_heap_trim(h, 0); /* the wholly free region is unmapped */
+    CHECK(rp_pagemap_lookup(big) == NULL && rp_pagemap_lookup(end - 1) == NULL);
+    CHECK_HEAP(h);
+    big = rp_alloc(h, (size_t)48 << 20, 0); /* the heap maps again */
+    REQUIRE(big);
+    CHECK(rp_pagemap_lookup(big + ((size_t)1 << 20)) != NULL);
+    CHECK_HEAP(h);
+    rp_free(big);
+    rp_heap_destroy(h);
+}
+
+/* Caller memory of 3 GiB whose page area starts and ends inside 2 MiB chunks: those two
+ * chunks get page tables (entries written page by page), the whole chunks in between one
+ * entry each; every page maps to the region until it is forgotten, and then the empty page
+ * tables are detached. */
+static void test_partial_and_whole_chunks(void)
 {
     size_t len = 3 * GIB + ((size_t)1 << 20);
     char *mem = mmap(NULL, len + GIB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     REQUIRE(mem != MAP_FAILED);
-    /* Start half a GiB past a GiB boundary, so both ends are partial slots. */
+    /* Start half a GiB past a GiB boundary: the page area begins after the descriptors. */
     char *start = (char *)(((uintptr_t)mem + GIB - 1) & ~(uintptr_t)(GIB - 1)) + GIB / 2;
     rp_heap_config cfg = {0};
     cfg.flags = RP_HEAP_NO_OS;
@@ -281,8 +279,12 @@ static void test_partial_and_whole_slots(void)
     REQUIRE(p);
     rp_region *r = rp_pagemap_lookup(p);
     REQUIRE(r);
-    CHECK(r->pm_whole_leaf != NULL); /* at least two whole GiBs inside */
     char *area = (char *)r->base, *area_end = area + (r->npages << RP_PAGE_SHIFT);
+    REQUIRE(((uintptr_t)area & (CHUNK - 1)) && ((uintptr_t)area_end & (CHUNK - 1)));
+    /* Partial chunks at either end (page tables), whole ones between. */
+    CHECK(chunk_entry(area) & RP_PM_PAGE_TABLE_TAG);
+    CHECK(chunk_entry(area_end - 1) & RP_PM_PAGE_TABLE_TAG);
+    CHECK(chunk_entry(area + GIB) == (uintptr_t)r);
     for (char *q = area; q < area_end; q += GIB / 4)
         CHECKF(rp_pagemap_lookup(q) == r, "offset %zu", (size_t)(q - area));
     CHECK(rp_pagemap_lookup(area_end - 1) == r);
@@ -293,6 +295,8 @@ static void test_partial_and_whole_slots(void)
     rp_heap_destroy(h);
     for (char *q = area; q < area_end; q += GIB / 4)
         CHECK(rp_pagemap_lookup(q) == NULL);
+    /* M3: the page tables left empty are detached. */
+    CHECK(chunk_entry(area) == 0 && chunk_entry(area_end - 1) == 0);
     munmap(mem, len + GIB);
 }
 
@@ -301,8 +305,8 @@ int main(void)
     test_static_buffer();
     test_shared_mapping();
     test_mixed();
-    test_map_entries_given_back();
-    test_whole_slot_leaf();
-    test_partial_and_whole_slots();
+    test_whole_chunks();
+    test_chunk_outside_region();
+    test_partial_and_whole_chunks();
     TEST_MAIN_END();
 }
