@@ -12,7 +12,7 @@ static inline size_t lead_bytes(size_t align)
     return align > RP_PAGE_SIZE ? align : RP_PAGE_SIZE;
 }
 
-void *rp_large_alloc(rp_heap *h, size_t size, size_t align, size_t *usable)
+void *rp_large_alloc(rp_heap *h, size_t size, size_t align, size_t *usable, int *zero)
 {
     size_t lead = lead_bytes(align);
     size_t bytes = lead + size + RP_HOOK_SUFFIX;
@@ -27,6 +27,8 @@ void *rp_large_alloc(rp_heap *h, size_t size, size_t align, size_t *usable)
     rp_heap_count_examined(h, h->pages.examined - examined); /* whatever the block's size */
     if (!d)
         return NULL;
+    if (zero)
+        *zero = h->pages.zero_run == d;
     d->state = RP_PAGE_LARGE;
     d->npages = (uint32_t)npages;
     d->align_log2 = (uint8_t)rp_fls(align);

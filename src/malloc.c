@@ -504,6 +504,18 @@ void *malloc(size_t size) { return malloc_impl(size); }
 
 void free(void *p) { free_impl(p); }
 
+/* calloc of more than the page bins hold: from the heap, which knows whether the pages are
+ * fresh from the OS (zero already, not to be faulted in by a memset: rp_calloc). */
+static RP_NOINLINE void *calloc_from_heap(size_t total)
+{
+    rp_tcache *tc = rp_tc_self;
+    if (!tc)
+        tc = rp_tc_get_slow();
+    else
+        rp_malloc_free_collected(tc); /* what the thread freed is reused before the heap grows */
+    return rp_calloc(tc ? tc->arena : rp_arena_fallback(), 1, total, 0);
+}
+
 void *calloc(size_t n, size_t size)
 {
     size_t total;
@@ -511,6 +523,8 @@ void *calloc(size_t n, size_t size)
         errno = ENOMEM;
         return NULL;
     }
+    if (total > ((size_t)RP_TC_PAGE_BINS << RP_PAGE_SHIFT))
+        return calloc_from_heap(total);
     void *p = malloc_impl(total);
     if (p)
         memset(p, 0, total);

@@ -6,10 +6,14 @@
 /* Pages [d, d + npages) of r leave the free lists for use: they become resident (B5). */
 static void hand_out(rp_page_tier *t, rp_region *r, rp_page *d, size_t npages)
 {
-    if (!r->resident)
+    t->zero_run = NULL;
+    if (!r->resident) /* caller memory: its contents are unknown */
         return;
-    t->resident_pages += rp_resident_set(r->resident, rp_page_index(r, d), npages);
+    size_t fresh = rp_resident_set(r->resident, rp_page_index(r, d), npages);
+    t->resident_pages += fresh;
     t->held_pages += npages;
+    if (fresh == npages)
+        t->zero_run = d;
 }
 
 static void give_free(rp_page_tier *t, rp_region *r, rp_page *d, size_t npages);

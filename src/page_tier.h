@@ -41,6 +41,10 @@ typedef struct rp_page_tier {
     size_t held_pages;        /* B5 */
     uint64_t examined;        /* free blocks read by bitmap-directed searches, cumulative */
     uint64_t run_examined;    /* free blocks read while extending runs, cumulative */
+    /* The head of the last run handed out if every page of it was clear in its region's
+     * resident bitmap (fresh from the OS, or given back since: it reads as zeros), else
+     * NULL. Lets calloc skip zeroing what the OS has just zeroed. */
+    const rp_page *zero_run;
 } rp_page_tier;
 
 /* Free pages of OS regions that may be resident (B5). */

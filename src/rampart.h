@@ -120,7 +120,9 @@ size_t rp_heap_trim(rp_heap *h, size_t keep_bytes);
  * itself). */
 void *rp_alloc(rp_heap *h, size_t size, size_t align);
 
-/* Like rp_alloc for n*size bytes, zero-filled. ENOMEM if n*size overflows. */
+/* Like rp_alloc for n*size bytes, zero-filled. ENOMEM if n*size overflows. A block of the
+ * page tier made of pages fresh from the OS (or given back to it since) is not written:
+ * those read as zeros already, and stay unfaulted until used. */
 void *rp_calloc(rp_heap *h, size_t n, size_t size, size_t align);
 
 /* Resizes p to size bytes, keeping p's alignment and contents (up to the smaller size).

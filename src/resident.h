@@ -7,6 +7,10 @@
  * untouched region neither gives back nor faults in again the blocks it frees, and a block's
  * dirtiness never stops it from coalescing with its buddies.
  *
+ * A clear bit also says the page reads as zeros: nothing wrote it since the OS mapped it or
+ * took it back (MADV_DONTNEED on private anonymous memory). rp_calloc relies on that to leave
+ * fresh pages alone (page_tier.h, zero_run).
+ *
  * Caller memory (rp_heap_add_region) is never given back, so its regions have no bitmap.
  *
  * Cost: setting, clearing or counting the bits of a run touches one 64-bit word per 64 pages

@@ -1,7 +1,10 @@
 /* The public API end to end: allocation in both tiers, alignment, calloc, realloc in place
  * and moving, usable size, stats counters, walk, rp_heap_of, errors. */
+#define _GNU_SOURCE
 #include <errno.h>
 #include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
 
 #include "rampart.h"
 #include "testing.h"
@@ -100,6 +103,69 @@ static void test_calloc(void)
     CHECK(rp_calloc(h, SIZE_MAX / 2, 3, 0) == NULL && errno == ENOMEM);
     rp_free(q);
     rp_free(r);
+    CHECK_HEAP(h);
+    rp_heap_destroy(h);
+}
+
+/* Resident pages among the npages pages at p (page aligned). */
+static size_t resident_pages(const void *p, size_t npages)
+{
+    static unsigned char v[4096];
+    REQUIRE(npages <= sizeof v && mincore((void *)p, npages * 4096, v) == 0);
+    size_t k = 0;
+    for (size_t i = 0; i < npages; i++)
+        k += v[i] & 1;
+    return k;
+}
+
+static size_t nonzero_bytes(const unsigned char *p, size_t n)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        k += p[i] != 0;
+    return k;
+}
+
+/* A large calloc made of pages fresh from the OS leaves them alone (release flavour: not one
+ * faulted in; the debug flavour fills fresh blocks, then zeroes them), and still reads as
+ * zeros; reused dirty pages, whole or in part, are zeroed; pages given back to the OS are
+ * left alone again. */
+static void test_calloc_large(void)
+{
+    int release = strcmp(rp_flavour(), "release") == 0;
+    rp_heap *h = rp_heap_create(NULL); /* retains 32 MiB of freed pages, dirty */
+    REQUIRE(h);
+    size_t n = (size_t)8 << 20;
+    unsigned char *p = rp_calloc(h, 1, n, 0);
+    REQUIRE(p);
+    if (release)
+        CHECKF(resident_pages(p, n / 4096) == 0, "calloc wrote %zu fresh pages", resident_pages(p, n / 4096));
+    CHECK(nonzero_bytes(p, n) == 0);
+    memset(p, 0x5a, n);
+    rp_free(p);
+    /* The same pages again, dirty now: zeroed. */
+    unsigned char *q = rp_calloc(h, 1, n, 0);
+    REQUIRE(q);
+    CHECKF(nonzero_bytes(q, n) == 0, "a reused block has %zu non-zero bytes", nonzero_bytes(q, n));
+    memset(q, 0x5a, n);
+    /* Partly dirty: a run over freed dirty pages and fresh ones. */
+    unsigned char *d = rp_alloc(h, n, 0);
+    REQUIRE(d);
+    memset(d, 0xa5, n);
+    rp_free(d);
+    unsigned char *r = rp_calloc(h, 1, 3 * n, 0);
+    REQUIRE(r);
+    CHECK(nonzero_bytes(r, 3 * n) == 0);
+    rp_free(q);
+    rp_free(r);
+    /* Given back to the OS: zeros again, without a write. */
+    rp_heap_trim(h, 0);
+    p = rp_calloc(h, 1, n, 0);
+    REQUIRE(p);
+    if (release)
+        CHECK(resident_pages(p, n / 4096) == 0);
+    CHECK(nonzero_bytes(p, n) == 0);
+    rp_free(p);
     CHECK_HEAP(h);
     rp_heap_destroy(h);
 }
@@ -300,6 +366,7 @@ int main(void)
     test_basic();
     test_alignment();
     test_calloc();
+    test_calloc_large();
     test_realloc();
     test_walk_and_stats();
     test_errors();
