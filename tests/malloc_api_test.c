@@ -104,22 +104,33 @@ static void test_malloc_basics(void)
     CHECK_MALLOC_OK();
 }
 
+/* Bytes of [p, p + n) that are not zero. */
+static size_t nonzero_bytes(const unsigned char *p, size_t n)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        k += p[i] != 0;
+    return k;
+}
+
+/* A calloc of dirty memory: dirty a block of n bytes, free it, calloc the same size. */
+static void check_calloc_after_dirty_free(size_t n)
+{
+    unsigned char *d = do_malloc(n);
+    REQUIRE(d);
+    memset(d, 0xff, n);
+    do_free(d);
+    unsigned char *c = do_calloc(1, n);
+    REQUIRE(c);
+    CHECKF(nonzero_bytes(c, n) == 0, "calloc(1, %zu) after a dirty free has %zu non-zero bytes", n, nonzero_bytes(c, n));
+    do_free(c);
+}
+
 static void test_calloc(void)
 {
     /* Reused (dirty) blocks come back zeroed: dirty a block, free it, calloc the same size. */
-    for (size_t n = 1; n <= 3000; n += 37) {
-        unsigned char *d = do_malloc(n);
-        REQUIRE(d);
-        memset(d, 0xff, n);
-        do_free(d);
-        unsigned char *c = do_calloc(1, n);
-        REQUIRE(c);
-        size_t nonzero = 0;
-        for (size_t i = 0; i < n; i++)
-            nonzero += c[i] != 0;
-        CHECKF(nonzero == 0, "calloc(1, %zu) has %zu non-zero bytes", n, nonzero);
-        do_free(c);
-    }
+    for (size_t n = 1; n <= 3000; n += 37)
+        check_calloc_after_dirty_free(n);
     unsigned char *c = do_calloc(1000, 1000);
     REQUIRE(c);
     CHECK(c[0] == 0 && c[999999] == 0);
@@ -138,18 +149,7 @@ static void test_calloc(void)
     CHECK(c[0] == 0 && c[big / 2] == 0 && c[big - 1] == 0);
     do_free(c);
     /* Large and dirty: zeroed. */
-    size_t mid = (size_t)8 << 20;
-    unsigned char *d = do_malloc(mid);
-    REQUIRE(d);
-    memset(d, 0xff, mid);
-    do_free(d);
-    c = do_calloc(mid, 1);
-    REQUIRE(c);
-    size_t nonzero = 0;
-    for (size_t i = 0; i < mid; i++)
-        nonzero += c[i] != 0;
-    CHECKF(nonzero == 0, "calloc(%zu, 1) after a dirty free has %zu non-zero bytes", mid, nonzero);
-    do_free(c);
+    check_calloc_after_dirty_free((size_t)8 << 20);
     /* n * size overflows: ENOMEM. */
     errno = 0;
     CHECK(do_calloc(SIZE_MAX / 2 + 2, 2) == NULL && errno == ENOMEM);
