@@ -28,11 +28,18 @@ void rp_hook_alloc(rp_heap *h, void *user, size_t requested, size_t usable, size
     };
     rp_meta_store(secret, user, &m);
     rp_san_open(u, usable);
-    if (cfg->poison)
-        rp_poison_fill(u, requested, cfg->alloc_fill);
+    rp_poison_fill(u, rp_hook_alloc_written(requested), cfg->alloc_fill);
     rp_cookie_write_trailer(secret, user, requested, u + usable);
     rp_san_block_live(h, user, requested, usable);
     rp_debug_periodic_check(h, fault);
+}
+
+size_t rp_hook_alloc_written(size_t requested)
+{
+    const rp_debug_config *cfg = rp_debug_config_get();
+    if (!cfg->poison)
+        return 0;
+    return requested < cfg->alloc_fill_max ? requested : cfg->alloc_fill_max;
 }
 
 /* Loads the metadata; 1 (and a double-free fault naming both stacks) when the block is
@@ -101,8 +108,9 @@ void rp_hook_resize(rp_heap *h, void *user, size_t requested, size_t usable, str
     size_t old = (size_t)m.requested;
     size_t kept = old < requested ? old : requested;
     rp_san_open(u + kept, usable - kept);
-    if (cfg->poison && requested > old)
-        rp_poison_fill(u + old, requested - old, cfg->alloc_fill);
+    size_t fill_end = rp_hook_alloc_written(requested); /* the first alloc_fill_max bytes */
+    if (fill_end > old)
+        rp_poison_fill(u + old, fill_end - old, cfg->alloc_fill);
     rp_cookie_write_trailer(secret, user, requested, u + usable);
     m.requested = requested;
     m.alloc_stack = rp_backtrace_program_stack();

@@ -17,6 +17,7 @@ static void config_init(void)
     c->poison = o->poison;
     c->alloc_fill = (unsigned char)o->alloc_fill;
     c->free_fill = (unsigned char)o->free_fill;
+    c->alloc_fill_max = o->alloc_fill_max;
     c->quarantine_bytes = o->quarantine_bytes;
     c->backtrace_depth = o->backtrace_depth;
     c->check_interval = o->check_interval;

@@ -9,6 +9,7 @@ typedef struct rp_debug_config {
     int poison;                    /* fill fresh/freed memory and verify the free pattern */
     unsigned char alloc_fill;      /* byte written into fresh user areas */
     unsigned char free_fill;       /* byte written into freed memory */
+    size_t alloc_fill_max;         /* bytes of a fresh user area (from its start) filled */
     size_t quarantine_bytes;       /* per-heap budget of freed bytes held back */
     unsigned backtrace_depth;      /* frames per stack, 0 = no stacks */
     unsigned long check_interval;  /* rp_heap_check every N operations per heap, 0 = off */

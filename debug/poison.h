@@ -1,5 +1,5 @@
-/* Poisoning: fresh user areas are filled with alloc_fill, freed memory with free_fill
- * (options poison, alloc_fill, free_fill).
+/* Poisoning: fresh user areas are filled with alloc_fill (their first alloc_fill_max bytes),
+ * freed memory with free_fill (options poison, alloc_fill, free_fill, alloc_fill_max).
  *
  * Invariant F1 (checked by rp_heap_check through rp_hook_check_heap, and on every reuse):
  * while poisoning is on, every byte of free span memory outside block headers and free-list

@@ -62,6 +62,7 @@ static const ref_key ref_keys[] = {
     {"poison", R_BOOL, OFF(poison), 1},
     {"alloc_fill", R_BYTE, OFF(alloc_fill), 255},
     {"free_fill", R_BYTE, OFF(free_fill), 255},
+    {"alloc_fill_max", R_SIZE, OFF(alloc_fill_max), 1ull << 46},
     {"quarantine_bytes", R_SIZE, OFF(quarantine_bytes), 1ull << 40},
     {"backtrace_depth", R_UINT, OFF(backtrace_depth), 64},
     {"check_interval", R_ULONG, OFF(check_interval), ULONG_MAX},
@@ -263,7 +264,8 @@ static void check_ranges(const char *text, const rp_options *o)
         o->dump_signal > 64 || o->purge_delay_ms > 3600000 || o->arenas > 64 || o->leak_exit_code > 255 ||
         o->free_batch > 64)
         fuzz_fail(text, "a numeric option is out of range");
-    if (o->cache_bytes > (1ull << 32) || o->retain_bytes > (1ull << 46) || o->quarantine_bytes > (1ull << 40))
+    if (o->cache_bytes > (1ull << 32) || o->retain_bytes > (1ull << 46) || o->quarantine_bytes > (1ull << 40) ||
+        o->alloc_fill_max > (1ull << 46))
         fuzz_fail(text, "a size option is over its maximum");
     check_path(text, o->report_path, "report_path");
     check_path(text, o->dump_path, "dump_path");
@@ -294,11 +296,11 @@ static void format_options(const rp_options *o, char *buf, size_t cap)
     snprintf(buf, cap,
              "cache_bytes=%zu:retain_bytes=%zu:purge_delay_ms=%u:arenas=%u:huge_pages=%d:free_batch=%u:"
              "stats=%d:poison=%d:"
-             "alloc_fill=%u:free_fill=%u:quarantine_bytes=%zu:backtrace_depth=%u:check_interval=%lu:on_error=%s:"
+             "alloc_fill=%u:free_fill=%u:alloc_fill_max=%zu:quarantine_bytes=%zu:backtrace_depth=%u:check_interval=%lu:on_error=%s:"
              "leak_report=%d:leak_exit_code=%u:report_path=%s:dump_signal=%d:dump_at_exit=%d:dump_path=%s",
              o->cache_bytes, o->retain_bytes, o->purge_delay_ms, o->arenas, o->huge_pages, o->free_batch,
              o->stats, o->poison,
-             o->alloc_fill, o->free_fill, o->quarantine_bytes, o->backtrace_depth, o->check_interval,
+             o->alloc_fill, o->free_fill, o->alloc_fill_max, o->quarantine_bytes, o->backtrace_depth, o->check_interval,
              o->abort_on_error ? "abort" : "continue", o->leak_report, o->leak_exit_code, o->report_path,
              o->dump_signal, o->dump_at_exit, o->dump_path);
 }

@@ -13,15 +13,15 @@
 #include "span.h"
 #include "tier.h"
 
-/* *zero (when not NULL) tells whether the block reads as zeros: a page-tier block made of
- * fresh pages, in the release flavour (the debug one fills every fresh block). */
+/* *zero (when not NULL) tells whether the block reads as zeros beyond what rp_hook_alloc
+ * wrote (rp_hook_alloc_written): a page-tier block made of fresh pages. */
 static void *core_alloc(rp_heap *h, size_t size, size_t align, rp_fault *f, int *zero)
 {
     if (zero)
         *zero = 0;
     if (rp_wants_pages(h, size, align)) {
         size_t usable;
-        void *p = rp_large_alloc(h, size, align, &usable, RP_HOOK_PREFIX == 0 ? zero : NULL);
+        void *p = rp_large_alloc(h, size, align, &usable, zero);
         if (p)
             rp_hook_alloc(h, p, size, usable, align, f);
         return p;
@@ -80,8 +80,8 @@ void *rp_calloc(rp_heap *h, size_t n, size_t size, size_t align)
      * 1 GiB calloc took 4 s and left 1 GiB resident). */
     int zero;
     void *p = alloc_entry(h, total, align, &zero);
-    if (p && !zero)
-        memset(p, 0, total);
+    if (p)
+        memset(p, 0, zero ? rp_hook_alloc_written(total) : total);
     return p;
 }
 

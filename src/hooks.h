@@ -64,6 +64,9 @@ void rp_hook_heap_destroying(rp_heap *h);
  * A problem found meanwhile (the periodic check) is recorded in fault; the block stays valid. */
 void rp_hook_alloc(rp_heap *h, void *user, size_t requested, size_t usable, size_t align,
                    struct rp_fault *fault);
+/* How many bytes from the start of a fresh block of `requested` bytes rp_hook_alloc writes
+ * (its fill pattern): rp_calloc zeroes only those when the rest is fresh memory. */
+size_t rp_hook_alloc_written(size_t requested);
 /* The program frees user (already validated by the core). */
 int rp_hook_free(rp_heap *h, void *user, size_t usable, struct rp_fault *fault);
 /* An in-place realloc changed the requested size (usable may have changed too). */
@@ -107,6 +110,11 @@ static inline void rp_hook_alloc(rp_heap *h, void *user, size_t requested, size_
                                  struct rp_fault *fault)
 {
     (void)h, (void)user, (void)requested, (void)usable, (void)align, (void)fault;
+}
+static inline size_t rp_hook_alloc_written(size_t requested)
+{
+    (void)requested;
+    return 0;
 }
 static inline int rp_hook_free(rp_heap *h, void *user, size_t usable, struct rp_fault *fault)
 {

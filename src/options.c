@@ -34,6 +34,7 @@ static const opt_spec specs[] = {
     {"poison", OPT_BOOL, OFF(poison), 1, "debug: fill fresh and freed blocks with patterns; verify the free pattern"},
     {"alloc_fill", OPT_BYTE, OFF(alloc_fill), 255, "debug: byte written into fresh blocks"},
     {"free_fill", OPT_BYTE, OFF(free_fill), 255, "debug: byte written into freed blocks"},
+    {"alloc_fill_max", OPT_SIZE, OFF(alloc_fill_max), (unsigned long long)1 << 46, "debug: bytes of a fresh block (from its start) written with alloc_fill"},
     {"quarantine_bytes", OPT_SIZE, OFF(quarantine_bytes), (unsigned long long)1 << 40, "debug: freed bytes held back (FIFO) before reuse"},
     {"backtrace_depth", OPT_UINT, OFF(backtrace_depth), 64, "debug: frames recorded per allocation/free stack, 0 = off"},
     {"check_interval", OPT_ULONG, OFF(check_interval), ULONG_MAX, "debug: run the heap checker every N operations, 0 = off"},
@@ -75,6 +76,7 @@ void rp_options_defaults(rp_options *o)
     o->poison = 1;
     o->alloc_fill = 0xbe;
     o->free_fill = 0x6b;
+    o->alloc_fill_max = (size_t)1 << 20;
     o->quarantine_bytes = (size_t)4 << 20;
     o->backtrace_depth = 16;
     o->abort_on_error = 1;

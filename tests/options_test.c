@@ -18,9 +18,10 @@ int main(void)
     rp_options o;
     rp_options_defaults(&o);
     CHECK(o.poison == 1 && o.abort_on_error == 1 && o.quarantine_bytes == (4u << 20));
+    CHECK(o.alloc_fill_max == (size_t)1 << 20);
     int n = 0;
     int w = rp_options_parse("cache_bytes=64K:retain_bytes=1G:stats=yes:poison=off:alloc_fill=0xaa:free_fill=7:"
-                             "quarantine_bytes=2M:backtrace_depth=8:check_interval=1000:on_error=continue:"
+                             "alloc_fill_max=64K:quarantine_bytes=2M:backtrace_depth=8:check_interval=1000:on_error=continue:"
                              "leak_report=1:leak_exit_code=23:report_path=/tmp/r.%p:dump_signal=SIGUSR2:dump_at_exit=true:"
                              "dump_path=/tmp/d.%p.%n",
                              &o, record, &n);
@@ -28,7 +29,7 @@ int main(void)
     CHECK(o.cache_bytes == 65536);
     CHECK(o.retain_bytes == (size_t)1 << 30);
     CHECK(o.stats == 1 && o.poison == 0);
-    CHECK(o.alloc_fill == 0xaa && o.free_fill == 7);
+    CHECK(o.alloc_fill == 0xaa && o.free_fill == 7 && o.alloc_fill_max == 65536);
     CHECK(o.quarantine_bytes == (2u << 20));
     CHECK(o.backtrace_depth == 8 && o.check_interval == 1000);
     CHECK(o.abort_on_error == 0 && o.leak_report == 1 && o.leak_exit_code == 23);
