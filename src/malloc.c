@@ -97,14 +97,24 @@ static inline __attribute__((always_inline)) void *aligned_cached(rp_tcache *tc,
 /* Any request: align is a power of two >= 16. The cache serves it when it fits a class
  * (a class whose size is a multiple of align: refill batches then keep every block aligned,
  * size_class.h C4) or a page bin; the block handed out must be aligned. */
-static RP_NOINLINE void *alloc_general(size_t size, size_t align)
+/* For a request past the cache's fast path: the thread's cache (set up now if need be; NULL
+ * while it cannot be) with its collected frees examined, so what the thread freed is reused
+ * before the heap grows, and in *h the heap the request goes to. */
+static rp_tcache *cache_for_slow_path(rp_heap **h)
 {
     rp_tcache *tc = rp_tc_self;
     if (!tc)
         tc = rp_tc_get_slow();
     else
-        rp_malloc_free_collected(tc); /* what the thread freed is reused before the heap grows */
-    rp_heap *h = tc ? tc->arena : rp_arena_fallback();
+        rp_malloc_free_collected(tc);
+    *h = tc ? tc->arena : rp_arena_fallback();
+    return tc;
+}
+
+static RP_NOINLINE void *alloc_general(size_t size, size_t align)
+{
+    rp_heap *h;
+    rp_tcache *tc = cache_for_slow_path(&h);
     if (tc && size <= RP_MAX_REQUEST) {
         void *p = aligned_cached(tc, align, size);
         if (p)
@@ -508,12 +518,9 @@ void free(void *p) { free_impl(p); }
  * fresh from the OS (zero already, not to be faulted in by a memset: rp_calloc). */
 static RP_NOINLINE void *calloc_from_heap(size_t total)
 {
-    rp_tcache *tc = rp_tc_self;
-    if (!tc)
-        tc = rp_tc_get_slow();
-    else
-        rp_malloc_free_collected(tc); /* what the thread freed is reused before the heap grows */
-    return rp_calloc(tc ? tc->arena : rp_arena_fallback(), 1, total, 0);
+    rp_heap *h;
+    cache_for_slow_path(&h);
+    return rp_calloc(h, 1, total, 0);
 }
 
 void *calloc(size_t n, size_t size)

@@ -11,6 +11,7 @@
 #define PAGES_PER_CHUNK RP_PM_PAGE_ENTRIES
 #define CHUNKS_PER_SLOT RP_PM_CHUNK_ENTRIES
 #define TAG RP_PM_PAGE_TABLE_TAG
+#define CHUNK_BYTES ((uintptr_t)1 << CHUNK_SHIFT)
 
 typedef rp_pm_chunk_table chunk_table;
 typedef rp_pm_page_table page_table;
@@ -41,16 +42,30 @@ static void *table_new(int spare_ok)
     return t;
 }
 
+/* The chunk entry of the chunk holding addr, or NULL when addr is outside the address space
+ * or its GiB has no chunk table. Lock-free, like rp_pagemap_lookup. */
 static uintptr_t *chunk_entry(uintptr_t addr)
 {
-    chunk_table *chunks = rp_pm_root[addr >> SLOT_SHIFT];
-    return &(*chunks)[(addr >> CHUNK_SHIFT) & (CHUNKS_PER_SLOT - 1)];
+    if (addr >> RP_PM_VA_BITS)
+        return NULL;
+    chunk_table *chunks = __atomic_load_n(&rp_pm_root[addr >> SLOT_SHIFT], __ATOMIC_ACQUIRE);
+    return chunks ? &(*chunks)[(addr >> CHUNK_SHIFT) & (CHUNKS_PER_SLOT - 1)] : NULL;
 }
 
 /* 1 if [first, end) (addresses) covers the whole chunk at c. */
 static int covers_chunk(uintptr_t c, uintptr_t first, uintptr_t end)
 {
-    return c >= first && c + ((uintptr_t)1 << CHUNK_SHIFT) <= end;
+    return c >= first && c + CHUNK_BYTES <= end;
+}
+
+/* Stores v in the entries of page table t for the pages of the chunk at c that lie in
+ * [first, end). */
+static void store_pages(page_table *t, uintptr_t c, uintptr_t first, uintptr_t end, struct rp_region *v)
+{
+    uintptr_t from = c > first ? c : first;
+    uintptr_t to = c + CHUNK_BYTES < end ? c + CHUNK_BYTES : end;
+    for (uintptr_t a = from; a < to; a += (uintptr_t)1 << PAGE_SHIFT)
+        __atomic_store_n(&(*t)[(a >> PAGE_SHIFT) & (PAGES_PER_CHUNK - 1)], v, __ATOMIC_RELEASE);
 }
 
 static int overlaps_locked(uintptr_t lo, uintptr_t hi)
@@ -83,8 +98,7 @@ static int prepare_tables(uintptr_t first, uintptr_t end)
             __atomic_store_n(&rp_pm_root[s], t, __ATOMIC_RELEASE);
         }
     }
-    uintptr_t c = first & ~(((uintptr_t)1 << CHUNK_SHIFT) - 1);
-    for (; c < end; c += (uintptr_t)1 << CHUNK_SHIFT) {
+    for (uintptr_t c = first & ~(CHUNK_BYTES - 1); c < end; c += CHUNK_BYTES) {
         uintptr_t *e = chunk_entry(c);
         if (covers_chunk(c, first, end) || *e != 0)
             continue; /* a whole chunk (its entry is 0 by M2), or a shared one with its table */
@@ -111,18 +125,12 @@ int rp_pagemap_register(struct rp_region *r, uintptr_t lo, uintptr_t hi)
         pthread_mutex_unlock(&pm_lock);
         return -1;
     }
-    uintptr_t c = first & ~(((uintptr_t)1 << CHUNK_SHIFT) - 1);
-    for (; c < end; c += (uintptr_t)1 << CHUNK_SHIFT) {
+    for (uintptr_t c = first & ~(CHUNK_BYTES - 1); c < end; c += CHUNK_BYTES) {
         uintptr_t *e = chunk_entry(c);
-        if (!(*e & TAG)) { /* whole (prepare_tables made a page table for every other chunk) */
+        if (*e & TAG)
+            store_pages((page_table *)(*e - TAG), c, first, end, r);
+        else /* whole (prepare_tables made a page table for every other chunk) */
             __atomic_store_n(e, (uintptr_t)r, __ATOMIC_RELEASE);
-            continue;
-        }
-        page_table *t = (page_table *)(*e - TAG);
-        uintptr_t from = c > first ? c : first;
-        uintptr_t to = c + ((uintptr_t)1 << CHUNK_SHIFT) < end ? c + ((uintptr_t)1 << CHUNK_SHIFT) : end;
-        for (uintptr_t a = from; a < to; a += (uintptr_t)1 << PAGE_SHIFT)
-            __atomic_store_n(&(*t)[(a >> PAGE_SHIFT) & (PAGES_PER_CHUNK - 1)], r, __ATOMIC_RELEASE);
     }
     r->mem_lo = lo;
     r->mem_hi = hi;
@@ -136,23 +144,15 @@ void rp_pagemap_unregister(struct rp_region *r)
 {
     pthread_mutex_lock(&pm_lock);
     uintptr_t first = r->base, end = first + (r->npages << PAGE_SHIFT);
-    uintptr_t c = first & ~(((uintptr_t)1 << CHUNK_SHIFT) - 1);
-    for (; c < end; c += (uintptr_t)1 << CHUNK_SHIFT) {
+    for (uintptr_t c = first & ~(CHUNK_BYTES - 1); c < end; c += CHUNK_BYTES) {
         uintptr_t *e = chunk_entry(c);
-        if (*e == (uintptr_t)r) {
-            __atomic_store_n(e, 0, __ATOMIC_RELEASE);
+        if (!e || !(*e & TAG)) { /* r's whole chunk (or, in a damaged map, not r's: M1) */
+            if (e && *e == (uintptr_t)r)
+                __atomic_store_n(e, 0, __ATOMIC_RELEASE);
             continue;
         }
-        if (!(*e & TAG))
-            continue; /* not registered here (a damaged map: the checker reports M1) */
         page_table *t = (page_table *)(*e - TAG);
-        uintptr_t from = c > first ? c : first;
-        uintptr_t to = c + ((uintptr_t)1 << CHUNK_SHIFT) < end ? c + ((uintptr_t)1 << CHUNK_SHIFT) : end;
-        for (uintptr_t a = from; a < to; a += (uintptr_t)1 << PAGE_SHIFT) {
-            struct rp_region **slot = &(*t)[(a >> PAGE_SHIFT) & (PAGES_PER_CHUNK - 1)];
-            if (*slot == r)
-                __atomic_store_n(slot, NULL, __ATOMIC_RELEASE);
-        }
+        store_pages(t, c, first, end, NULL); /* r's pages only, by M2 */
         size_t used = 0;
         for (size_t i = 0; i < PAGES_PER_CHUNK && !used; i++)
             used = (*t)[i] != NULL;
@@ -187,13 +187,8 @@ void rp_pagemap_fork_child(void) { pthread_mutex_init(&pm_lock, NULL); }
 uintptr_t *rp_pagemap_entry_of(const void *p)
 {
     uintptr_t a = (uintptr_t)p;
-    if (a >> RP_PM_VA_BITS)
-        return NULL;
-    chunk_table *chunks = __atomic_load_n(&rp_pm_root[a >> SLOT_SHIFT], __ATOMIC_ACQUIRE);
-    if (!chunks)
-        return NULL;
-    uintptr_t *e = &(*chunks)[(a >> CHUNK_SHIFT) & (CHUNKS_PER_SLOT - 1)];
-    if (!(*e & TAG))
+    uintptr_t *e = chunk_entry(a);
+    if (!e || !(*e & TAG))
         return e;
     page_table *t = (page_table *)(*e - TAG);
     return (uintptr_t *)(void *)&(*t)[(a >> PAGE_SHIFT) & (PAGES_PER_CHUNK - 1)];
@@ -205,12 +200,10 @@ size_t rp_pagemap_run_of(const void *p, size_t npages, const struct rp_region *r
     size_t done = 0;
     while (done < npages) {
         uintptr_t at = a + (done << PAGE_SHIFT);
-        if (at >> RP_PM_VA_BITS)
+        const uintptr_t *slot = chunk_entry(at);
+        if (!slot)
             return done;
-        chunk_table *chunks = __atomic_load_n(&rp_pm_root[at >> SLOT_SHIFT], __ATOMIC_ACQUIRE);
-        if (!chunks)
-            return done;
-        uintptr_t e = __atomic_load_n(&(*chunks)[(at >> CHUNK_SHIFT) & (CHUNKS_PER_SLOT - 1)], __ATOMIC_ACQUIRE);
+        uintptr_t e = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
         size_t k = (at >> PAGE_SHIFT) & (PAGES_PER_CHUNK - 1);
         size_t in_chunk = PAGES_PER_CHUNK - k < npages - done ? PAGES_PER_CHUNK - k : npages - done;
         if (!(e & TAG)) {
@@ -227,20 +220,15 @@ size_t rp_pagemap_run_of(const void *p, size_t npages, const struct rp_region *r
     return done;
 }
 
-/* The chunk entry of the chunk holding addr, or 0 when it has none. */
-static uintptr_t chunk_entry_at(uintptr_t addr)
+/* 1 if the chunk holding addr has an entry naming r directly. */
+static int chunk_names(uintptr_t addr, const struct rp_region *r)
 {
-    if (addr >> RP_PM_VA_BITS)
-        return 0;
-    chunk_table *chunks = __atomic_load_n(&rp_pm_root[addr >> SLOT_SHIFT], __ATOMIC_ACQUIRE);
-    return chunks ? __atomic_load_n(&(*chunks)[(addr >> CHUNK_SHIFT) & (CHUNKS_PER_SLOT - 1)], __ATOMIC_ACQUIRE) : 0;
+    const uintptr_t *e = chunk_entry(addr);
+    return e && __atomic_load_n(e, __ATOMIC_ACQUIRE) == (uintptr_t)r;
 }
 
 int rp_pagemap_ends_ok(const struct rp_region *r)
 {
     uintptr_t first = r->base, end = first + (r->npages << PAGE_SHIFT);
-    uintptr_t chunk = (uintptr_t)1 << CHUNK_SHIFT;
-    if (first >= chunk && chunk_entry_at(first - chunk) == (uintptr_t)r)
-        return 0;
-    return chunk_entry_at(end + chunk - 1) != (uintptr_t)r;
+    return !(first >= CHUNK_BYTES && chunk_names(first - CHUNK_BYTES, r)) && !chunk_names(end + CHUNK_BYTES - 1, r);
 }
