@@ -2,8 +2,8 @@
  * largest total first, with counts (rp_leak_report in rampart_debug.h; option leak_report for a
  * report of every heap at exit, leak_exit_code for its exit status). A "leak" is a live block —
  * not freed, not quarantined, not marked with rp_set_not_leak, not in a heap marked with
- * rp_heap_set_not_leak, not the allocator's own (rp_hook_internal_block); rampart does not scan
- * memory for references. */
+ * rp_heap_set_not_leak (the malloc drop-in's thread caches are mapped apart from the heaps);
+ * rampart does not scan memory for references. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -159,13 +159,6 @@ int rp_set_not_leak(const void *p)
     if (rc)
         errno = EINVAL;
     return rc;
-}
-
-void rp_hook_internal_block(void *user)
-{
-    int saved = errno; /* called from malloc, which keeps errno */
-    rp_set_not_leak(user);
-    errno = saved;
 }
 
 void rp_heap_set_not_leak(rp_heap *h, int on)

@@ -95,9 +95,6 @@ int rp_hook_check_heap(rp_heap *h, char *why, size_t len);
  * the runtime has fully handled the report (printed it and, per its options, chose to
  * continue), so the default handler must not run; 0 to call the report function as usual. */
 int rp_hook_report(const struct rp_fault *f, rp_report *r, int default_handler);
-/* The live block at user is the allocator's own (a thread cache of the malloc drop-in), not
- * the program's: leak reports leave it out. No heap lock held. */
-void rp_hook_internal_block(void *user);
 
 #else /* release: every hook compiles to nothing */
 
@@ -158,7 +155,6 @@ static inline int rp_hook_report(const struct rp_fault *f, rp_report *r, int def
     (void)f, (void)r, (void)default_handler;
     return 0;
 }
-static inline void rp_hook_internal_block(void *user) { (void)user; }
 
 #endif /* RAMPART_DEBUG */
 

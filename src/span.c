@@ -53,31 +53,10 @@ int rp_span_refuse_leftover(rp_heap *h, rp_block *b, rp_fault *f)
 /* Takes pages for a new span able to hold a free block of at least min_block bytes and
  * returns that block (not yet on the index), or NULL. */
 RP_NO_SANITIZE_ADDRESS
-static rp_block *span_create(rp_heap *h, size_t min_block)
+/* Makes the pages [d, d + pages) one span holding one free block (not on the index) and
+ * returns that block. */
+static rp_block *span_init(rp_heap *h, rp_page *d, size_t pages)
 {
-    size_t min_pages = (min_block + RP_HEADER + RP_PAGE_SIZE - 1) >> RP_PAGE_SHIFT;
-    if (min_pages > (RP_MAX_SPAN_BYTES >> RP_PAGE_SHIFT))
-        return NULL;
-    size_t pages = (size_t)1 << rp_ceil_log2(min_pages);
-    if (pages < h->span_pages)
-        pages = h->span_pages;
-    /* Prefer a full-size span; in a small caller region settle for what the request needs
-     * before mapping more memory. */
-    rp_page *d = rp_page_tier_take_run(&h->pages, pages, 0);
-    if (!d && pages > min_pages) {
-        d = rp_page_tier_take_run(&h->pages, min_pages, 0);
-        if (d)
-            pages = min_pages;
-    }
-    if (!d) {
-        d = rp_heap_take_pages(h, pages, 0);
-        if (!d && pages > min_pages) {
-            d = rp_heap_take_pages(h, min_pages, 0);
-            pages = min_pages;
-        }
-    }
-    if (!d)
-        return NULL;
     d->state = RP_PAGE_SPAN;
     d->npages = (uint32_t)pages;
     for (size_t i = 1; i < pages; i++) {
@@ -93,6 +72,103 @@ static rp_block *span_create(rp_heap *h, size_t min_block)
     rp_block_write(h->secret, rp_block_next(b), size, 0, RP_HDR_SENTINEL | RP_HDR_PREV_FREE);
     rp_hook_span_freed(h, (char *)b + RP_MIN_BLOCK, size - RP_MIN_BLOCK);
     return b;
+}
+
+/* Does a new span of pages pages come with a second one, the pair filling one huge page?
+ *
+ * With transparent huge pages the first header written in a fresh 2 MiB page faults in all of
+ * it (zeroing 2 MiB at once: 0.3 ms on a VM, more when the hypervisor backs it for the first
+ * time). Preferred-size spans therefore come in pairs from one huge page: the second becomes
+ * the spare (H4), so the next span the heap needs is memory that page fault already paid for,
+ * rather than a fresh huge page while the first one's other half went to large blocks that
+ * may never be touched. */
+static int span_pairs(const rp_heap *h, size_t pages)
+{
+    return (h->flags & RP_HEAP_HUGE_PAGES) && !h->spare_span && pages == h->span_pages &&
+           ((2 * pages) << RP_PAGE_SHIFT) == RP_HUGE_PAGE_BYTES;
+}
+
+/* Takes a pair of spans of pages pages each as one aligned block, from free pages (grow 0) or
+ * from the page tier or a new region (grow 1); the second is set up as the spare. Returns the
+ * first one's pages, or NULL (nothing taken). */
+static rp_page *take_span_pair(rp_heap *h, size_t pages, int grow)
+{
+    size_t pair = 2 * pages;
+    unsigned order = rp_ceil_log2(pair);
+    rp_page *d = grow ? rp_heap_take_pages(h, pair, order) : rp_page_tier_take_run(&h->pages, pair, order);
+    if (!d)
+        return NULL;
+    d[pages].region = d->region; /* a head from here on (region is valid on heads only) */
+    rp_block *second = span_init(h, d + pages, pages);
+    rp_free_index_insert(&h->index, second);
+    h->spare_span = second;
+    return d;
+}
+
+/* Takes the pages of a new span of at least min_pages pages; *pages is set to its size.
+ *
+ * The preferred size (or the request's power of two, if larger) comes from free pages first,
+ * in pairs when huge pages are on. A heap that maps its own memory then settles for the
+ * largest free block if it is at least 1/16 of the preferred size (a thread arena's small
+ * first region holds little more than the thread cache: what is left of it serves the
+ * thread's first blocks), and otherwise grows: a span of a few pages carved out of leftovers
+ * fills after a few dozen blocks, and every refill then pays for another. Caller memory, or a
+ * heap the OS refused to grow, settles for what the request needs. */
+static rp_page *take_span_pages(rp_heap *h, size_t min_pages, size_t *pages)
+{
+    size_t want = (size_t)1 << rp_ceil_log2(min_pages);
+    if (want < h->span_pages)
+        want = h->span_pages;
+    *pages = want;
+    int pair = span_pairs(h, want);
+    rp_page *d = pair ? take_span_pair(h, want, 0) : NULL;
+    if (!d)
+        d = rp_page_tier_take_run(&h->pages, want, 0);
+    if (d)
+        return d;
+    if (!(h->flags & RP_HEAP_NO_OS)) {
+        size_t largest = rp_page_tier_largest(&h->pages) >> RP_PAGE_SHIFT;
+        if (largest >= min_pages && largest >= h->span_pages / 16 && largest < want) {
+            d = rp_page_tier_take_run(&h->pages, largest, 0);
+            if (d) {
+                *pages = largest;
+                return d;
+            }
+        }
+        /* Growing by a pair only where the next region is a huge page or more anyway: a
+         * heap whose first region is kept small (a thread arena's) is not made to map 2 MiB. */
+        d = pair && h->next_region_pages >= 2 * want ? take_span_pair(h, want, 1) : NULL;
+        if (!d)
+            d = rp_heap_take_pages(h, want, 0);
+        if (d)
+            return d;
+    }
+    if (want > min_pages) {
+        d = rp_page_tier_take_run(&h->pages, min_pages, 0);
+        if (d) {
+            *pages = min_pages;
+            return d;
+        }
+    }
+    if (h->flags & RP_HEAP_NO_OS) {
+        d = rp_heap_take_pages(h, want, 0); /* free pages not in one aligned block */
+        if (d)
+            return d;
+    }
+    if (want == min_pages)
+        return NULL;
+    *pages = min_pages;
+    return rp_heap_take_pages(h, min_pages, 0);
+}
+
+static rp_block *span_create(rp_heap *h, size_t min_block)
+{
+    size_t min_pages = (min_block + RP_HEADER + RP_PAGE_SIZE - 1) >> RP_PAGE_SHIFT;
+    if (min_pages > (RP_MAX_SPAN_BYTES >> RP_PAGE_SHIFT))
+        return NULL;
+    size_t pages;
+    rp_page *d = take_span_pages(h, min_pages, &pages);
+    return d ? span_init(h, d, pages) : NULL;
 }
 
 /* Gives a wholly free span (b covers all of it, not on the index) back to the page tier. */

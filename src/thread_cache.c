@@ -92,11 +92,14 @@ static rp_tcache *tc_create(void)
         limits[c] = bin_limit(rp_tc_class_size(c), cache_cap, RP_TC_LIMIT_MAX);
         slots += limits[c];
     }
-    rp_tcache *tc = rp_alloc(arena, sizeof *tc + slots * sizeof(void *), 64);
+    /* Mapped on its own (zeroed), not carved from the arena: the slot store (160 KiB at the
+     * default cap) is written only as far as the bins fill, so a thread that caches little
+     * faults in a few pages of it, and the arena's first huge page is left whole for spans. */
+    size_t map_bytes = (sizeof(rp_tcache) + slots * sizeof(void *) + RP_OS_PAGE - 1) & ~(size_t)(RP_OS_PAGE - 1);
+    rp_tcache *tc = rp_os_map(map_bytes);
     if (!tc)
         return NULL;
-    rp_hook_internal_block(tc);
-    memset(tc, 0, sizeof *tc);
+    tc->map_bytes = map_bytes;
     tc->key = cache_key;
     tc->secret = rp_arena_secret();
     tc->cap = cache_cap;
@@ -137,7 +140,7 @@ rp_tcache *rp_tc_get_slow(void)
         pthread_mutex_lock(&caches_lock);
         tc_unlink_locked(tc);
         pthread_mutex_unlock(&caches_lock);
-        rp_free(tc);
+        rp_os_unmap(tc, tc->map_bytes);
         tc = NULL;
     }
     rp_tc_self = tc;
@@ -398,7 +401,7 @@ static void tc_thread_exit(void *arg)
     retired_refills += tc->refills;
     retired_flushes += tc->flushes;
     pthread_mutex_unlock(&caches_lock);
-    rp_free(tc);
+    rp_os_unmap(tc, tc->map_bytes);
 }
 
 void rp_tc_totals(size_t *caches, size_t *bytes, uint64_t *refills, uint64_t *flushes)

@@ -109,6 +109,7 @@ typedef struct rp_tcache {
                                 (relaxed atomic), read by stats */
     size_t cap;              /* option cache_bytes (0: nothing is ever cached) */
     rp_heap *arena;          /* where refills and direct allocations come from */
+    size_t map_bytes;        /* the cache's own mapping (header and slot store) */
     uint32_t freed_n;        /* T5: frees collected, not examined yet */
     uint32_t freed_limit;    /* T5: the batch is examined when it reaches this many */
     uintptr_t near_lo;       /* the near region (a hint): frees inside it are examined at */

@@ -1,6 +1,8 @@
 /* Blocks inside spans, observed through rp_heap_walk: split on allocation, coalescing with
  * the left, the right and both neighbours, aligned carving (the leading gap becomes a free
- * block of its own class), in-place realloc, the spare span, and the release header size. */
+ * block of its own class), in-place realloc, the spare span, and the release header size.
+ * Where spans come from: in pairs filling one huge page with RP_HEAP_HUGE_PAGES, and never a
+ * sliver of the page tier's leftovers while the heap can map more. */
 #include <stdint.h>
 
 #include "rampart.h"
@@ -37,8 +39,103 @@ static int index_of(const seen *s, const void *addr)
     return -1;
 }
 
+#define HUGE_PAGE ((uintptr_t)2 << 20)
+
+/* With RP_HEAP_HUGE_PAGES a preferred-size span comes with its pair: the two fill one 2 MiB
+ * page, the second kept as the spare, so small blocks reach their second span without touching
+ * another huge page, even when large blocks are taken from the page tier in between. */
+static void span_pairs_cases(void)
+{
+    rp_heap_config cfg = {0};
+    cfg.flags = RP_HEAP_HUGE_PAGES;
+    rp_heap *h = rp_heap_create(&cfg);
+    REQUIRE(h);
+    char *first = rp_alloc(h, 1000, 0);
+    REQUIRE(first);
+    rp_heap_stats_t st;
+    rp_heap_stats(h, &st);
+    CHECKF(st.spans == 2 && st.span_bytes == HUGE_PAGE, "first span of a huge-page heap: %zu spans, %zu bytes",
+           st.spans, st.span_bytes);
+    /* 1.75 MiB of small blocks, a 64 KiB large block after every 16 of them. */
+    enum { SMALL = 1792, LARGE = SMALL / 16 };
+    static void *small[SMALL], *large[LARGE];
+    size_t outside = 0;
+    for (int i = 0; i < SMALL; i++) {
+        small[i] = rp_alloc(h, 1000, 0);
+        REQUIRE(small[i]);
+        if (((uintptr_t)small[i] & ~(HUGE_PAGE - 1)) != ((uintptr_t)first & ~(HUGE_PAGE - 1)))
+            outside++;
+        if (i % 16 == 15) {
+            large[i / 16] = rp_alloc(h, (size_t)64 << 10, 0);
+            REQUIRE(large[i / 16]);
+        }
+    }
+    rp_heap_stats(h, &st);
+    CHECKF(outside == 0, "%zu of %d small blocks outside the first span's 2 MiB page", outside, SMALL);
+    CHECKF(st.spans == 2, "1.75 MiB of small blocks: %zu spans", st.spans);
+    CHECK_HEAP(h);
+    /* The next pair once both are full: again two spans of one aligned 2 MiB block. */
+    static void *more[512];
+    for (int i = 0; i < 512; i++)
+        REQUIRE((more[i] = rp_alloc(h, 1000, 0)) != NULL);
+    rp_heap_stats(h, &st);
+    CHECKF(st.spans == 4 && st.span_bytes == 2 * HUGE_PAGE, "after 2.25 MiB: %zu spans, %zu bytes", st.spans,
+           st.span_bytes);
+    CHECK_HEAP(h);
+    /* Emptied, all spans but one go back (H4 holds one spare, whichever pair it came from). */
+    for (int i = 0; i < SMALL; i++)
+        rp_free(small[i]);
+    for (int i = 0; i < 512; i++)
+        rp_free(more[i]);
+    for (int i = 0; i < LARGE; i++)
+        rp_free(large[i]);
+    rp_free(first);
+    rp_heap_stats(h, &st);
+    CHECK(st.spans == 1 && st.blocks_in_use == 0);
+    CHECK_HEAP(h);
+    rp_heap_destroy(h);
+
+    /* Without the flag, one span at a time. */
+    h = rp_heap_create(NULL);
+    REQUIRE(h);
+    first = rp_alloc(h, 1000, 0);
+    REQUIRE(first);
+    rp_heap_stats(h, &st);
+    CHECK(st.spans == 1 && st.span_bytes == ((size_t)1 << 20));
+    rp_free(first);
+    rp_heap_destroy(h);
+}
+
+/* A heap that maps its own memory does not carve spans of a page or two out of the page tier's
+ * leftovers (each would fill after a few blocks, and every refill would pay for another): it
+ * takes leftovers of at least 1/16 of the preferred size, then grows. */
+static void span_leftover_cases(void)
+{
+    rp_heap *h = rp_heap_create(NULL);
+    REQUIRE(h);
+    /* 160 KiB of the first region's first MiB go to a large block, as a thread cache did. */
+    void *big = rp_alloc(h, (size_t)160 << 10, 0);
+    REQUIRE(big);
+    enum { N = 6 * 1024 };
+    static void *blocks[N];
+    for (int i = 0; i < N; i++)
+        REQUIRE((blocks[i] = rp_alloc(h, 1000, 0)) != NULL);
+    rp_heap_stats_t st;
+    rp_heap_stats(h, &st);
+    CHECKF(st.spans <= 10 && st.span_bytes >= st.spans * ((size_t)64 << 10),
+           "6 MiB of small blocks: %zu spans holding %zu bytes", st.spans, st.span_bytes);
+    CHECK_HEAP(h);
+    for (int i = 0; i < N; i++)
+        rp_free(blocks[i]);
+    rp_free(big);
+    CHECK_HEAP(h);
+    rp_heap_destroy(h);
+}
+
 int main(void)
 {
+    span_pairs_cases();
+    span_leftover_cases();
     /* Release layout: 16-byte header directly before the user area. */
 #ifndef RAMPART_DEBUG
     CHECK(sizeof(rp_block) == 16);

@@ -6,8 +6,11 @@
  * the calling thread's rp_tcache). */
 #define _GNU_SOURCE
 #include <malloc.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "rampart.h"
 #include "rampart_malloc.h"
@@ -63,8 +66,51 @@ static void test_full_cache_refills_in_batches(void)
     CHECKF(rp_malloc_check(why, sizeof why) == 0, "%s", why);
 }
 
+/* A thread's cache is mapped apart from the heaps: it is no block of its arena (whose first
+ * region, and its first huge page, stay whole for spans), and only the pages of its slot store
+ * that the bins have reached are resident. */
+typedef struct cache_seen {
+    int in_heap;
+    size_t arena_large_blocks, resident_pages, mapped_pages;
+} cache_seen;
+
+static void *cache_apart_body(void *arg)
+{
+    cache_seen *seen = arg;
+    void *p = malloc(100);
+    rp_tcache *tc = rp_tc_self;
+    if (!p || !tc)
+        return NULL;
+    seen->in_heap = rp_heap_of(tc) != NULL;
+    rp_heap_stats_t st;
+    if (rp_heap_stats(rp_heap_of(p), &st) == 0)
+        seen->arena_large_blocks = st.large_blocks;
+    seen->mapped_pages = tc->map_bytes / 4096;
+    unsigned char vec[1024];
+    if (seen->mapped_pages <= sizeof vec && mincore(tc, tc->map_bytes, vec) == 0)
+        for (size_t i = 0; i < seen->mapped_pages; i++)
+            seen->resident_pages += vec[i] & 1;
+    free(p);
+    return NULL;
+}
+
+static void test_cache_mapped_apart(void)
+{
+    cache_seen seen = {-1, SIZE_MAX, 0, 0};
+    pthread_t t;
+    REQUIRE(pthread_create(&t, NULL, cache_apart_body, &seen) == 0);
+    REQUIRE(pthread_join(t, NULL) == 0);
+    printf("thread cache: in a heap %d, arena's large blocks %zu, %zu of %zu pages resident\n", seen.in_heap,
+           seen.arena_large_blocks, seen.resident_pages, seen.mapped_pages);
+    CHECK(seen.in_heap == 0);
+    CHECK(seen.arena_large_blocks == 0);
+    CHECKF(seen.mapped_pages >= 8 && seen.resident_pages > 0 && seen.resident_pages <= seen.mapped_pages / 4,
+           "%zu of %zu pages resident", seen.resident_pages, seen.mapped_pages);
+}
+
 int main(void)
 {
+    test_cache_mapped_apart();
     test_full_cache_refills_in_batches();
     TEST_MAIN_END();
 }
