@@ -4,7 +4,8 @@
  * A span's page descriptors are SPAN (head) and SPAN_TAIL (distance back to the head), so
  * rp_free finds the span of any pointer in O(1). A span that becomes wholly free goes back
  * to the page tier, except one spare per heap kept to absorb alloc/free churn at the
- * boundary (invariant H4 in heap.h). All functions run with the heap locked. */
+ * boundary (invariant H4 in heap.h). On a huge-page heap a new span comes with its pair
+ * (one 2 MiB page), the second one made the spare. All functions run with the heap locked. */
 #ifndef RP_SPAN_H
 #define RP_SPAN_H
 
