@@ -130,8 +130,8 @@ static double program_wall[NALLOC][MAX_PROGRAMS], program_cpu[NALLOC][MAX_PROGRA
 static int reps = 5, rounds = 10, per_round = 2000;
 
 /* The scenarios whose single runs are short or noisiest get 2 * reps + 1 repetitions: seed
- * (its flatness is the ratio of two single rounds) and the thread scenarios (runs of tens of
- * milliseconds whose wall time, on a shared machine, moves by up to 2x between runs). */
+ * (its flatness is the ratio of two single rounds), churn and the thread scenarios (runs of
+ * tens of milliseconds whose times, on a shared machine, move by up to 2x between runs). */
 static int long_reps(void) { return 2 * reps + 1 < MAX_REPS ? 2 * reps + 1 : MAX_REPS; }
 /* thread_ops: the iterations (one malloc and one free each) a thread-scenario run does over
  * all its threads. Runs of 2M last 10-20 ms and hold a fixed part (thread start, first
@@ -139,7 +139,11 @@ static int long_reps(void) { return 2 * reps + 1 < MAX_REPS ? 2 * reps + 1 : MAX
  * (median, max) 3.37, 4.79 for rampart and 3.37, 4.23 for jemalloc at 2M against 3.09,
  * 3.48 and 3.09, 3.44 at 10M, and no lower at 20M. The debug rows (glibc-asan runs the
  * thread scenarios at a few M ops/s) do a tenth of it. */
-static long churn_ops = 200000, thread_ops = 10000000;
+/* churn_ops: operations per churn run. At 200k a run of the fast allocators lasted 4-6 ms and
+ * moved by 1.6x between runs (churn 3072/1024, 5 interleaved runs each: rampart 20-29 ns/op,
+ * jemalloc 20-32); at 2M, 24-32 and 29-31. Slow allocators stop at CHURN_TIME_CAP_NS per
+ * pass (rpbench_worker.c) either way. */
+static long churn_ops = 2000000, thread_ops = 10000000;
 static int nthreads_list = 4, threads_list[MAX_THREADS_LIST] = {1, 2, 4, 8};
 static int scenario_on[SC_COUNT] = {1, 1, 1, 1, 1, 1};
 static int alloc_on[NALLOC];
@@ -348,7 +352,7 @@ static void measure_case(int c)
                         seed_s[a][r][rep] = strtod(p, &p);
                 }
             }
-            if (scenario_on[SC_CHURN] && rep < reps) {
+            if (scenario_on[SC_CHURN]) {
                 const char *args[] = {"churn", cname, ops_s};
                 if (run_worker(a, args, 3, out, sizeof out) == 0) {
                     char *p = out;
@@ -361,8 +365,8 @@ static void measure_case(int c)
     for (int a = 0; a < NALLOC; a++) {
         for (int r = 0; r < rounds; r++)
             seed_ns[a][c][r] = median(seed_s[a][r], seed_reps);
-        churn_ns[a][c] = median(churn_s[a], reps);
-        churn_p999[a][c] = median(p999_s[a], reps);
+        churn_ns[a][c] = median(churn_s[a], seed_reps);
+        churn_p999[a][c] = median(p999_s[a], seed_reps);
         memory_ratio[a][c] = -1;
         if (scenario_on[SC_MEMORY] && alloc_usable(a, NULL)) {
             /* Peak RSS is deterministic enough for one run. */
@@ -1183,7 +1187,7 @@ int main(int argc, char **argv)
     time_t now = time(NULL);
     char when[64];
     strftime(when, sizeof when, "%Y-%m-%d %H:%M", localtime(&now));
-    printf("rpbench %s -- %s\nmedians of %d interleaved repetitions, %d for seed and the thread scenarios (the "
+    printf("rpbench %s -- %s\nmedians of %d interleaved repetitions, %d for seed, churn and the thread scenarios (the "
            "machine may be shared: figures are indicative)\n",
            when, machine, reps, long_reps());
     for (int a = 0; a < NALLOC; a++) {
