@@ -50,11 +50,9 @@ int rp_span_refuse_leftover(rp_heap *h, rp_block *b, rp_fault *f)
     return 1;
 }
 
-/* Takes pages for a new span able to hold a free block of at least min_block bytes and
- * returns that block (not yet on the index), or NULL. */
-RP_NO_SANITIZE_ADDRESS
 /* Makes the pages [d, d + pages) one span holding one free block (not on the index) and
  * returns that block. */
+RP_NO_SANITIZE_ADDRESS
 static rp_block *span_init(rp_heap *h, rp_page *d, size_t pages)
 {
     d->state = RP_PAGE_SPAN;
@@ -128,7 +126,8 @@ static rp_page *take_span_pages(rp_heap *h, size_t min_pages, size_t *pages)
         return d;
     if (!(h->flags & RP_HEAP_NO_OS)) {
         size_t largest = rp_page_tier_largest(&h->pages) >> RP_PAGE_SHIFT;
-        if (largest >= min_pages && largest >= h->span_pages / 16 && largest < want) {
+        /* Below want: a free block of want pages or more would have been taken above. */
+        if (largest >= min_pages && largest >= h->span_pages / 16) {
             d = rp_page_tier_take_run(&h->pages, largest, 0);
             if (d) {
                 *pages = largest;
@@ -161,6 +160,8 @@ static rp_page *take_span_pages(rp_heap *h, size_t min_pages, size_t *pages)
     return rp_heap_take_pages(h, min_pages, 0);
 }
 
+/* Takes pages for a new span able to hold a free block of at least min_block bytes and
+ * returns that block (not yet on the index), or NULL. */
 static rp_block *span_create(rp_heap *h, size_t min_block)
 {
     size_t min_pages = (min_block + RP_HEADER + RP_PAGE_SIZE - 1) >> RP_PAGE_SHIFT;

@@ -95,7 +95,7 @@ static rp_tcache *tc_create(void)
     /* Mapped on its own (zeroed), not carved from the arena: the slot store (160 KiB at the
      * default cap) is written only as far as the bins fill, so a thread that caches little
      * faults in a few pages of it, and the arena's first huge page is left whole for spans. */
-    size_t map_bytes = (sizeof(rp_tcache) + slots * sizeof(void *) + RP_OS_PAGE - 1) & ~(size_t)(RP_OS_PAGE - 1);
+    size_t map_bytes = rp_align_up(sizeof(rp_tcache) + slots * sizeof(void *), RP_OS_PAGE);
     rp_tcache *tc = rp_os_map(map_bytes);
     if (!tc)
         return NULL;
