@@ -368,6 +368,13 @@ void *rp_realloc(rp_heap *h, void *p, size_t size)
             in_place = rp_large_resize(owner, loc.head, size);
         if (f.kind)
             goto out;
+        if (!in_place && loc.tier != RP_TIER_SPAN) {
+            /* A block with a mapping of its own moves without a copy (release flavour only:
+             * rp_mapped_block_wanted, so no debug hook has to follow the move). */
+            q = rp_large_move(owner, loc.head, size);
+            if (q)
+                goto out;
+        }
         if (in_place) {
             size_t usable = loc.tier == RP_TIER_SPAN ? rp_block_usable(loc.block) : loc.head->u.large.usable;
             rp_hook_resize(owner, p, size, usable, &f);

@@ -13,6 +13,7 @@
 #include "large.h"
 #include "os.h"
 #include "pagemap.h"
+#include "mapped_block.h"
 #include "resident.h"
 #include "walk.h"
 
@@ -265,6 +266,27 @@ static int check_span(checker *c, rp_region *r, rp_page *head)
     return 0;
 }
 
+/* G1..G4 of a mapped-block region (mapped_block.h); D1/D2 then check its descriptors. */
+static int check_mapped_block(checker *c, rp_region *r)
+{
+    size_t bytes = r->npages << RP_PAGE_SHIFT;
+    const rp_page *d = &r->pages[0];
+    if ((r->base & (RP_MAPPED_BLOCK_ALIGN - 1)) || (bytes & (RP_MAPPED_BLOCK_ALIGN - 1)))
+        return fail(c, "G1: mapped block region %p has page area %p + %zu bytes, not whole 2 MiB chunks", (void *)r,
+                    (void *)r->base, bytes);
+    if (d->state != RP_PAGE_LARGE || d->npages != r->npages || d->u.large.lead_pages != 0)
+        return fail(c, "G2: mapped block region %p: page 0 is no LARGE head of all %zu pages (state %u, npages %u)",
+                    (void *)r, r->npages, d->state, d->npages);
+    if (r->resident || r->free_pages)
+        return fail(c, "G3: mapped block region %p has a resident map or %zu free pages", (void *)r, r->free_pages);
+    if ((uintptr_t)r->map_base != r->base || r->map_len != bytes || r->mem_lo != r->base ||
+        r->mem_hi != r->base + bytes || r->npages > rp_mapped_block_capacity(r))
+        return fail(c, "G4: mapped block region %p: mapping %p + %zu, memory [%p, %p), %zu pages, header for %zu",
+                    (void *)r, r->map_base, r->map_len, (void *)r->mem_lo, (void *)r->mem_hi, r->npages,
+                    rp_mapped_block_capacity(r));
+    return 0;
+}
+
 /* R1..R3, M1 and M4: checked before anything that relies on regions or the address map. */
 static int check_region_frame(checker *c, rp_region *r, const rp_region *prev)
 {
@@ -284,6 +306,8 @@ static int check_region_frame(checker *c, rp_region *r, const rp_region *prev)
                     (void *)(r->base + (mapped << RP_PAGE_SHIFT)), (void *)r);
     if (!rp_pagemap_ends_ok(r))
         return fail(c, "M4: the address map gives region %p a whole chunk outside its page area", (void *)r);
+    if (rp_region_is_mapped_block(r))
+        return check_mapped_block(c, r);
     return 0;
 }
 

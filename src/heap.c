@@ -50,6 +50,39 @@ static void region_unlink(rp_heap *h, rp_region *r)
     h->region_bytes -= r->npages << RP_PAGE_SHIFT;
 }
 
+void rp_heap_link_region(rp_heap *h, rp_region *r) { region_link(h, r); }
+void rp_heap_unlink_region(rp_heap *h, rp_region *r) { region_unlink(h, r); }
+void rp_heap_account_os(rp_heap *h, size_t mapped, size_t unmapped) { account_os(h, mapped, unmapped); }
+
+void rp_heap_unmap(rp_heap *h, void *p, size_t len)
+{
+    if (rp_os_unmap(p, len) == 0) {
+        account_os(h, 0, len);
+        h->os_released += len;
+    } else if (h->unmap_later_n < RP_UNMAP_LATER) {
+        h->unmap_later[h->unmap_later_n].p = p;
+        h->unmap_later[h->unmap_later_n].len = len;
+        h->unmap_later_n++;
+    } else {
+        account_os(h, 0, len); /* leaked */
+    }
+}
+
+/* Tries again to unmap what the OS refused before (rp_heap_unmap). */
+static void unmap_refused(rp_heap *h)
+{
+    unsigned kept = 0;
+    for (unsigned i = 0; i < h->unmap_later_n; i++) {
+        if (rp_os_unmap(h->unmap_later[i].p, h->unmap_later[i].len) == 0) {
+            account_os(h, 0, h->unmap_later[i].len);
+            h->os_released += h->unmap_later[i].len;
+        } else {
+            h->unmap_later[kept++] = h->unmap_later[i];
+        }
+    }
+    h->unmap_later_n = kept;
+}
+
 /* Registers r's memory and page area, links it into h and seeds the page tier.
  * Returns 0, -1 (ENOMEM: the address map could not grow) or -2 (overlap). */
 static int region_attach(rp_heap *h, rp_region *r, uintptr_t lo, uintptr_t hi)
@@ -185,6 +218,8 @@ static int release_region(rp_heap *h, rp_region *r)
  * at most keep_bytes of free memory may be resident. Heap locked. */
 static void trim_locked(rp_heap *h, size_t keep_bytes, int all_regions)
 {
+    if (h->unmap_later_n)
+        unmap_refused(h);
     for (rp_region *r = h->regions, *next; r; r = next) {
         next = r->next;
         if (!r->map_base || ((all_regions || over_retention(h, keep_bytes)) && release_region(h, r)))
@@ -380,12 +415,15 @@ void rp_heap_destroy(rp_heap *h)
     while (h->regions) {
         rp_region *r = h->regions;
         void *map_base = r->map_base;
-        size_t map_len = r->map_len;
+        size_t map_len = r->map_len, meta_len = r->block_meta_len;
         rp_hook_region_leaving(h, (void *)r->mem_lo, r->mem_hi - r->mem_lo);
         region_detach(h, r);
         if (map_base)
             rp_os_unmap(map_base, map_len);
+        if (meta_len) /* a mapped-block region's header and descriptors */
+            rp_os_unmap(r, meta_len);
     }
+    unmap_refused(h); /* what is still refused now is leaked */
     rp_lock_release(&h->lock);
     rp_lock_fini(&h->lock);
     rp_os_unmap(h, h->control_len);

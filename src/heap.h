@@ -29,6 +29,7 @@
  * 1 GiB (the largest x86-64 page) costs at most 2 MiB of map. */
 #define RP_MAX_ALIGN ((size_t)1 << 30)
 #define RP_MIN_ALIGN ((size_t)RP_GRANULE)
+#define RP_UNMAP_LATER 4 /* mappings whose unmapping the heap retries (struct rp_heap) */
 
 /* Internal heap flag (never accepted from rp_heap_config): the heap is one of the malloc
  * drop-in's arenas, so free() may keep its blocks in a thread cache. Set before the heap is
@@ -73,6 +74,14 @@ struct rp_heap {
     size_t os_bytes, os_bytes_peak, os_released;
     uint64_t alloc_calls, free_calls, blocks_examined, max_examined;
 
+    /* Mappings the OS refused to unmap (rp_heap_unmap), no longer part of the heap but still
+     * counted in os_bytes; rp_heap_trim and destroy try again. */
+    struct {
+        void *p;
+        size_t len;
+    } unmap_later[RP_UNMAP_LATER];
+    unsigned unmap_later_n;
+
     void *debug;               /* the debug runtime's per-heap state (debug flavour) */
     void *malloc_state;        /* the malloc drop-in's per-arena state (transfer_cache.h), set
                                   before the arena is published; NULL for other heaps */
@@ -100,6 +109,18 @@ rp_page *rp_heap_take_pages(rp_heap *h, size_t npages, unsigned align_order);
  * freed are decommitted; with a purge delay, the heap is instead trimmed to retain_bytes at
  * the first release above the limit once the delay has passed. */
 void rp_heap_give_pages(rp_heap *h, rp_region *r, rp_page *d, size_t npages);
+
+/* For mapped_block.c, which maps and unmaps regions of its own (heap locked): link r into
+ * h's sorted region list / take it out (H3 counts follow), and count OS bytes mapped and
+ * unmapped (os_bytes and its peak). */
+void rp_heap_link_region(rp_heap *h, rp_region *r);
+void rp_heap_unlink_region(rp_heap *h, rp_region *r);
+void rp_heap_account_os(rp_heap *h, size_t mapped, size_t unmapped);
+
+/* Unmaps [p, p+len), a mapping counted in h's os_bytes that h gives up (heap locked). If the
+ * OS refuses, the mapping is kept for rp_heap_trim and rp_heap_destroy to try again (beyond
+ * RP_UNMAP_LATER of them, leaked and no longer counted). */
+void rp_heap_unmap(rp_heap *h, void *p, size_t len);
 
 /* rp_heap_stats with h already locked (h non-NULL): the counters consistent with a walk made
  * under the same lock hold. */

@@ -18,8 +18,15 @@ void *rp_large_alloc(rp_heap *h, size_t size, size_t align, size_t *usable, int 
 void rp_large_release(rp_heap *h, rp_page *d);
 
 /* Resizes in place: shrinking returns whole pages; growing uses the pages already held, then
- * the free pages right after the block. Returns 1 on success, 0 if the block must move. */
+ * the free pages right after the block (a block with a mapping of its own: its mapping's
+ * 2 MiB steps, rp_large_move grows it further). Returns 1 on success, 0 if the block must move. */
 int rp_large_resize(rp_heap *h, rp_page *d, size_t size);
+
+/* Moves a large block with a mapping of its own (mapped_block.h) that must grow past it to a
+ * bigger mapping, by mremap: its contents move without a copy. Returns the new user pointer,
+ * or NULL when the block has no mapping of its own or the move failed (the block is then
+ * unchanged: the caller copies it, as for any block). */
+void *rp_large_move(rp_heap *h, rp_page *d, size_t size);
 
 /* User pointer of the large block headed by d. */
 static inline void *rp_large_user(const rp_page *d)

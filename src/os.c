@@ -49,6 +49,27 @@ int rp_os_unmap(void *p, size_t len)
     return 0;
 }
 
+int rp_os_move(void *p, size_t len, void *to, size_t new_len)
+{
+    if (os_call_fails())
+        return -1;
+    void *q = mremap(p, len, new_len, MREMAP_MAYMOVE | MREMAP_FIXED, to);
+    if (q == MAP_FAILED)
+        return -1;
+    /* The destination's new_len bytes were counted when it was mapped: they now hold the
+     * moved pages, and the source's len bytes are gone. */
+    __atomic_sub_fetch(&os_mapped, len, __ATOMIC_RELAXED);
+    return 0;
+}
+
+int rp_os_extend(void *p, size_t len, size_t new_len)
+{
+    if (os_call_fails() || mremap(p, len, new_len, 0) == MAP_FAILED)
+        return -1;
+    __atomic_add_fetch(&os_mapped, new_len - len, __ATOMIC_RELAXED);
+    return 0;
+}
+
 void *rp_os_scratch_map(size_t len)
 {
     void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);

@@ -24,6 +24,15 @@ void *rp_os_map_aligned(size_t len, size_t align, size_t offset, void **map_base
 /* Unmaps [p, p+len). Returns 0, or -1 (the memory then stays mapped and counted). */
 int rp_os_unmap(void *p, size_t len);
 
+/* Moves the mapping [p, p+len) to [to, to+new_len) (mremap with MREMAP_FIXED): the pages
+ * move with their contents, no byte is copied; growing adds zeroed pages at the end. The
+ * destination must be a mapping of exactly new_len bytes the caller made for this (it is
+ * replaced). Returns 0, or -1 with both mappings unchanged. */
+int rp_os_move(void *p, size_t len, void *to, size_t new_len);
+/* Grows the mapping [p, p+len) in place to new_len bytes (mremap without moving), zeroed
+ * pages added at the end. Returns 0, or -1 (the address space after it is taken, or the OS
+ * refused) with the mapping unchanged. */
+int rp_os_extend(void *p, size_t len, size_t new_len);
 /* Tells the OS the contents of [p, p+len) are no longer needed (MADV_DONTNEED): the pages
  * read back as zeros and stop counting towards RSS. Returns 0 or -1. */
 int rp_os_decommit(void *p, size_t len);

@@ -127,7 +127,9 @@ void *rp_calloc(rp_heap *h, size_t n, size_t size, size_t align);
 
 /* Resizes p to size bytes, keeping p's alignment and contents (up to the smaller size).
  * p NULL = rp_alloc(h, size, 0). Shrinks in place, and grows in place into a free right
- * neighbour when it can; otherwise moves the block. If p belongs to another heap than h
+ * neighbour when it can; otherwise moves the block. A block of 32 MiB or more, aligned to at
+ * most 2 MiB, in a heap that may map memory has a mapping of its own in the release flavour
+ * and moves without a copy (mremap). If p belongs to another heap than h
  * (h non-NULL), the new block is allocated in h and p is freed. size 0 shrinks p to a
  * minimum block (it does not free it). On failure returns NULL, sets errno and leaves p
  * untouched. */

@@ -19,6 +19,10 @@
  *   D4  r->free_pages equals the pages covered by FREE heads;
  *   D5  every head descriptor's region pointer is r (other descriptors are not read; a fresh
  *       OS region's descriptors are left as the zeroed pages the OS gave, i.e. NONE).
+ *
+ * A mapped-block region (mapped_block.h) holds one large block with an OS mapping of its
+ * own: its header and descriptors are a mapping apart from the page area (block_meta_len
+ * bytes at the header), so the area can move (mremap) while the region stays put.
  */
 #ifndef RP_REGION_H
 #define RP_REGION_H
@@ -93,9 +97,15 @@ typedef struct rp_region {
     uintptr_t mem_lo, mem_hi;      /* all memory the region occupies (for overlap checks) */
     struct rp_region *map_next;    /* the address map's list of registered regions */
     uint64_t *resident;            /* OS regions: which pages may be resident (resident.h),
-                                      after the descriptors; NULL for caller memory */
+                                      after the descriptors; NULL for caller memory and
+                                      mapped-block regions (which never have free pages) */
+    size_t block_meta_len;         /* mapped-block regions: bytes of the metadata mapping that
+                                      starts at this header; 0 for every other region */
     rp_page pages[];
 } rp_region;
+
+/* 1 if r is a mapped-block region (mapped_block.h). */
+static inline int rp_region_is_mapped_block(const rp_region *r) { return r->block_meta_len != 0; }
 
 /* Bytes of metadata (header + descriptors) for a region of npages pages of caller memory. */
 static inline size_t rp_region_meta_bytes(size_t npages)

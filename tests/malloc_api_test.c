@@ -207,6 +207,44 @@ static void test_realloc(void)
     CHECK_MALLOC_OK();
 }
 
+/* A buffer grown by realloc far past 32 MiB (a mapping of its own, src/mapped_block.h) moves
+ * without a copy: its pages are not written (a copy would write every page it copies), its
+ * contents are kept, and calloc of such a size needs no memset either. */
+static void test_realloc_big_buffer(void)
+{
+    size_t size = (size_t)48 << 20;
+    unsigned char *p = do_malloc(size);
+    REQUIRE(p);
+    memset(p, 0x6b, 4096);
+    p[size - 1] = 0x2e;
+    for (int i = 0; i < 5; i++) {
+        size_t next = size + size / 2;
+        unsigned char *q = do_realloc(p, next);
+        REQUIRE(q);
+        CHECK(q[0] == 0x6b && q[4095] == 0x6b && q[size - 1] == 0x2e);
+        q[next - 1] = 0x2e;
+        p = q;
+        size = next;
+    }
+    unsigned char vec[4096];
+    size_t resident = 0, pages = size >> 12;
+    for (size_t off = 0; off < pages; off += 4096) {
+        size_t n = pages - off < 4096 ? pages - off : 4096;
+        REQUIRE(mincore(p + (off << 12), n << 12, vec) == 0);
+        for (size_t i = 0; i < n; i++)
+            resident += vec[i] & 1;
+    }
+    /* Written: the first page and the last byte of each size (2 MiB each with huge pages). */
+    CHECKF(resident <= 7 * 512, "%zu of %zu pages resident after growing a 48 MiB buffer to %zu bytes", resident,
+           pages, size);
+    do_free(p);
+    unsigned char *z = do_calloc(40, (size_t)1 << 20);
+    REQUIRE(z);
+    CHECK(z[0] == 0 && z[((size_t)40 << 20) - 1] == 0);
+    do_free(z);
+    CHECK_MALLOC_OK();
+}
+
 static void test_aligned(void)
 {
     /* posix_memalign: every power of two from sizeof(void *) to 1 MiB, several sizes. */
@@ -612,6 +650,7 @@ int main(void)
     test_malloc_basics();
     test_calloc();
     test_realloc();
+    test_realloc_big_buffer();
     test_aligned();
     test_aligned_huge_size();
     test_aliases();

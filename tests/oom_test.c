@@ -123,8 +123,10 @@ int main(void)
     printf("%llu runs: heap creation failed in %d, operations failed in %d\n", (unsigned long long)(k + 2),
            heap_create_failed, runs_with_failures);
     CHECK(heap_create_failed == 1);
-    /* Most OS calls are madvise/trims whose failure is absorbed by design; every mapping the
-     * scenario needs (several region growths, the 40 MiB block) is an operation that fails. */
-    CHECK(runs_with_failures >= 4);
+    /* Most OS calls are madvise/trims whose failure is absorbed by design; every region growth
+     * the scenario needs is an operation that fails. The 40 MiB block (a mapping of its own in
+     * the release flavour, src/mapped_block.h) falls back to a shared region when one of its
+     * mappings fails, so it fails only with that region's growth. */
+    CHECK(runs_with_failures >= 3);
     TEST_MAIN_END();
 }
