@@ -15,6 +15,9 @@
  *            ops/s (mallocs + frees) on 1, 2, 4, 8 threads, 10M iterations per run;
  *   prodcons 16-256 byte objects allocated by one thread and freed by the next (a ring of
  *            threads): ops/s on 1, 2, 4, 8 threads;
+ *   grow     one buffer grown by realloc from 1 MiB to 256 MiB, by factors of 1.5 and in
+ *            64 KiB steps, every appended byte written: CPU ms (an allocator that copies the
+ *            buffer at every step is stopped at a 2 s cap);
  *   program  whole programs (sqlite3, python3: the table in rpbench_programs.c) run under each
  *            allocator by LD_PRELOAD: wall and CPU seconds, output checked against the
  *            system malloc's.
@@ -104,8 +107,12 @@ static const bench_allocator allocators[] = {
 
 #define MAX_PROGRAMS 8
 
-static const char *scenario_names[] = {"seed", "churn", "memory", "pairs", "prodcons", "program"};
-enum { SC_SEED, SC_CHURN, SC_MEMORY, SC_PAIRS, SC_PRODCONS, SC_PROGRAM, SC_COUNT };
+static const char *scenario_names[] = {"seed", "churn", "memory", "pairs", "prodcons", "grow", "program"};
+enum { SC_SEED, SC_CHURN, SC_MEMORY, SC_PAIRS, SC_PRODCONS, SC_GROW, SC_PROGRAM, SC_COUNT };
+
+/* The grow scenario's patterns (rpbench_worker.c worker_grow). */
+static const char *grow_patterns[] = {"x1.5", "+64k"};
+#define NGROW 2
 
 typedef struct resolved {
     int active;
@@ -125,6 +132,7 @@ static double churn_ns[NALLOC][MAX_CASES], churn_p999[NALLOC][MAX_CASES];
 static double memory_ratio[NALLOC][MAX_CASES];
 static double threads_ops[2][NALLOC][MAX_THREADS_LIST];     /* wall-clock ops/s */
 static double threads_cpu_ns[2][NALLOC][MAX_THREADS_LIST];  /* process CPU ns per op */
+static double grow_ms[NALLOC][NGROW], grow_reached[NALLOC][NGROW]; /* CPU ms; MiB reached */
 static double program_wall[NALLOC][MAX_PROGRAMS], program_cpu[NALLOC][MAX_PROGRAMS]; /* seconds */
 
 static int reps = 5, rounds = 10, per_round = 2000;
@@ -145,7 +153,8 @@ static int long_reps(void) { return 2 * reps + 1 < MAX_REPS ? 2 * reps + 1 : MAX
  * pass (rpbench_worker.c) either way. */
 static long churn_ops = 2000000, thread_ops = 10000000;
 static int nthreads_list = 4, threads_list[MAX_THREADS_LIST] = {1, 2, 4, 8};
-static int scenario_on[SC_COUNT] = {1, 1, 1, 1, 1, 1};
+static int scenario_on[SC_COUNT] = {1, 1, 1, 1, 1, 1, 1};
+static long grow_max_mib = 256;
 static int alloc_on[NALLOC];
 static const char *only_case;
 
@@ -412,6 +421,37 @@ static void measure_threads(int sc)
     }
 }
 
+static void measure_grow(void)
+{
+    char max_s[24], out[256], msg[128];
+    snprintf(max_s, sizeof max_s, "%ld", grow_max_mib);
+    for (int g = 0; g < NGROW; g++) {
+        double ms[NALLOC][MAX_REPS], mib[NALLOC][MAX_REPS];
+        for (int a = 0; a < NALLOC; a++)
+            for (int i = 0; i < MAX_REPS; i++)
+                ms[a][i] = mib[a][i] = -1;
+        for (int rep = 0; rep < reps; rep++) {
+            snprintf(msg, sizeof msg, "grow %s rep %d/%d", grow_patterns[g], rep + 1, reps);
+            progress(msg);
+            for (int k = 0; k < NALLOC; k++) {
+                int a = (rep + k) % NALLOC;
+                if (!alloc_usable(a, NULL))
+                    continue;
+                const char *args[] = {"grow", grow_patterns[g], max_s};
+                if (run_worker(a, args, 3, out, sizeof out) == 0) {
+                    char *p = out;
+                    ms[a][rep] = strtod(p, &p);
+                    mib[a][rep] = strtod(p, &p);
+                }
+            }
+        }
+        for (int a = 0; a < NALLOC; a++) {
+            grow_ms[a][g] = median(ms[a], reps);
+            grow_reached[a][g] = median(mib[a], reps);
+        }
+    }
+}
+
 /* The workloads of the program scenario found on this machine (exe[p][0] = 0: not found). */
 static char program_exe[MAX_PROGRAMS][PATH_MAX];
 static char program_skipped[MAX_PROGRAMS][280]; /* why a workload was not measured */
@@ -640,6 +680,18 @@ static void print_targets(void)
                 target(x <= (p < 2 ? 1.0 : 1.2), "%s: rampart/peer cost = %.2f", what, x);
             }
     }
+    if (scenario_on[SC_GROW]) {
+        int peers[3] = {gl, je, mi};
+        const char *pn[3] = {"glibc", "jemalloc", "mimalloc"};
+        for (int g = 0; g < NGROW; g++)
+            for (int p = 0; p < 3; p++) {
+                double x = peers[p] < 0 ? -1 : ratio(grow_ms[0][g], grow_ms[peers[p]][g]);
+                if (x < 0)
+                    continue;
+                snprintf(what, sizeof what, "grow %s vs %s", grow_patterns[g], pn[p]);
+                target(x <= (p < 2 ? 1.0 : 1.2), "%s: rampart/peer = %.2f", what, x);
+            }
+    }
     check_debug_target(1);
     if (!target_fail)
         printf("\nall targets met (seed flat <= 1.2; <= glibc and jemalloc; <= 1.2x mimalloc, < 1x on aligned seeds; "
@@ -753,6 +805,47 @@ static void print_tables(void)
             printf("\n");
         }
     }
+}
+
+/* The grow scenario's table: CPU ms, '*' where the cap stopped the run short of the target. */
+static void print_grow(void)
+{
+    if (!scenario_on[SC_GROW])
+        return;
+    int capped = 0;
+    printf("\ngrow: one buffer grown by realloc from 1 MiB to %ld MiB, every appended byte written, then freed -- "
+           "CPU ms; %d repetitions\n",
+           grow_max_mib, reps);
+    header_row("pattern", NULL);
+    for (int g = 0; g < NGROW; g++) {
+        printf("%-14s", grow_patterns[g]);
+        for (int a = 0; a < NALLOC; a++) {
+            if (!alloc_usable(a, NULL))
+                continue;
+            int short_run = grow_reached[a][g] >= 0 && grow_reached[a][g] < (double)grow_max_mib;
+            capped |= short_run;
+            cell(grow_ms[a][g], short_run ? "%.0f*" : "%.0f");
+        }
+        printf("\n");
+    }
+    printf("rampart / other, grow CPU ms\n");
+    ratio_header("pattern", NULL);
+    for (int g = 0; g < NGROW; g++) {
+        printf("%-14s", grow_patterns[g]);
+        for (int a = 1; a < NALLOC; a++)
+            if (alloc_usable(a, NULL))
+                cell(ratio(grow_ms[0][g], grow_ms[a][g]),
+                     grow_reached[a][g] >= 0 && grow_reached[a][g] < (double)grow_max_mib ? "<%.2f" : "%.2f");
+        printf("\n");
+    }
+    if (capped)
+        printf("  *: stopped at the 2 s cap before %ld MiB (median MiB reached:", grow_max_mib);
+    for (int a = 0; capped && a < NALLOC; a++)
+        for (int g = 0; g < NGROW; g++)
+            if (alloc_usable(a, NULL) && grow_reached[a][g] >= 0 && grow_reached[a][g] < (double)grow_max_mib)
+                printf(" %s %s %.0f", allocators[a].name, grow_patterns[g], grow_reached[a][g]);
+    if (capped)
+        printf("); rampart's ratio to it is at most the figure shown\n");
 }
 
 /* Starts the row "x / y" of a block of ratios; the block's title goes before its first row. */
@@ -1001,6 +1094,23 @@ static int write_json(const char *path, const char *machine)
         }
         fprintf(f, "},\n");
     }
+    fprintf(f, "  \"grow_max_mib\": %ld,\n  \"grow\": {", grow_max_mib);
+    for (int g = 0; g < NGROW; g++) {
+        fprintf(f, "%s\"%s\": {", g ? ", " : "", grow_patterns[g]);
+        int fa = 1;
+        for (int a = 0; a < NALLOC; a++) {
+            if (!alloc_usable(a, NULL))
+                continue;
+            fprintf(f, "%s\"%s\": {\"cpu_ms\": ", fa ? "" : ", ", allocators[a].name);
+            fa = 0;
+            json_num(f, scenario_on[SC_GROW] ? grow_ms[a][g] : -1);
+            fprintf(f, ", \"reached_mib\": ");
+            json_num(f, scenario_on[SC_GROW] ? grow_reached[a][g] : -1);
+            fprintf(f, "}");
+        }
+        fprintf(f, "}");
+    }
+    fprintf(f, "},\n");
     fprintf(f, "  \"program\": {");
     for (int p = 0; p < rpb_nprograms && p < MAX_PROGRAMS; p++) {
         fprintf(f, "%s\n    \"%s\": {", p ? "," : "", rpb_programs[p].name);
@@ -1072,7 +1182,7 @@ static void usage(void)
                     "               [--thread-ops N] [--json FILE] [--svg FILE|none]\n"
                     "--debug adds the debug flavour rows (debug, debug-nobt, glibc-asan), the stack capture cost and\n"
                     "the debug target (<= 3x release) on microbenchmarks and programs\n"
-                    "scenarios: seed,churn,memory,pairs,prodcons,program\nallocators:");
+                    "scenarios: seed,churn,memory,pairs,prodcons,grow,program\nallocators:");
     for (int a = 0; a < NALLOC; a++)
         fprintf(stderr, " %s", allocators[a].name);
     fprintf(stderr, "\ncases:");
@@ -1120,6 +1230,7 @@ int main(int argc, char **argv)
             reps = 1;
             churn_ops = 50000;
             thread_ops = 500000;
+            grow_max_mib = 64;
         } else if (!val) {
             usage();
             return 2;
@@ -1206,6 +1317,8 @@ int main(int argc, char **argv)
         measure_threads(SC_PAIRS);
     if (scenario_on[SC_PRODCONS])
         measure_threads(SC_PRODCONS);
+    if (scenario_on[SC_GROW])
+        measure_grow();
     if (scenario_on[SC_PROGRAM])
         measure_programs();
     int dbg = peer_index("debug");
@@ -1223,6 +1336,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "\r%-70s\r", "");
 
     print_tables();
+    print_grow();
     print_programs();
     print_debug_block();
     print_targets();

@@ -44,6 +44,11 @@ static inline void *bench_alloc(size_t size, size_t align)
     return posix_memalign(&p, align, size) == 0 ? p : NULL;
 }
 
+static inline void *bench_realloc(void *p, size_t size)
+{
+    return use_rp ? rp_realloc(bench_heap, p, size) : realloc(p, size);
+}
+
 static inline void bench_free(void *p)
 {
     if (use_rp)
@@ -314,6 +319,46 @@ static int worker_threads(void *(*fn)(void *), int nthreads, long total_ops)
     return 0;
 }
 
+/* ---- grow ---------------------------------------------------------------------------------- */
+
+/* One buffer grown by realloc from 1 MiB to max_mib MiB, each size 1.5 times the last
+ * ("x1.5", a growable vector) or 64 KiB more ("+64k", a file read in chunks), every appended
+ * byte written, then freed: CPU ms of the whole, then the MiB reached, which is less than
+ * max_mib when the GROW_CAP_NS cap stopped an allocator that copies the buffer at every step. */
+#define GROW_CAP_NS 2e9
+static int worker_grow(const char *pattern, long max_mib)
+{
+    int geometric = strcmp(pattern, "x1.5") == 0;
+    if ((!geometric && strcmp(pattern, "+64k") != 0) || max_mib < 2)
+        return 2;
+    size_t max = (size_t)max_mib << 20, n = (size_t)1 << 20;
+    double c0 = cpu_ns();
+    unsigned char *p = bench_alloc(n, 0);
+    if (!p)
+        return 1;
+    memset(p, 1, n);
+    for (unsigned step = 1; n < max; step++) {
+        size_t next = geometric ? n + n / 2 : n + 65536;
+        if (next > max)
+            next = max;
+        unsigned char *q = bench_realloc(p, next);
+        if (!q)
+            return 1;
+        memset(q + n, (int)(step & 0x7f), next - n);
+        p = q;
+        n = next;
+        if ((step & 15) == 0 && cpu_ns() - c0 > GROW_CAP_NS)
+            break;
+    }
+    int intact = p[0] == 1 && p[(1 << 20) - 1] == 1 && p[n - 1] != 1;
+    bench_free(p);
+    double ms = (cpu_ns() - c0) / 1e6;
+    if (!intact)
+        return 1;
+    printf("%.2f %zu\n", ms, n >> 20);
+    return 0;
+}
+
 /* ---- entry -------------------------------------------------------------------------------- */
 
 static const rpb_case *find_case(const char *name)
@@ -357,6 +402,8 @@ int rpbench_worker_main(int argc, char **argv)
             return 2;
         return worker_churn(c, ops);
     }
+    if (strcmp(scenario, "grow") == 0 && argc >= 6)
+        return worker_grow(argv[4], atol(argv[5]));
     if ((strcmp(scenario, "pairs") == 0 || strcmp(scenario, "prodcons") == 0) && argc >= 6 && !use_rp)
         return worker_threads(scenario[0] == 'p' && scenario[1] == 'a' ? pairs_thread : prodcons_thread,
                               atoi(argv[4]), atol(argv[5]));

@@ -15,8 +15,9 @@
  *               memory CASE ROUNDS PER_ROUND peak RSS / bytes requested
  *               pairs THREADS OPS            ops/s (ops = mallocs + frees)
  *               prodcons THREADS OPS         ops/s
+ *               grow PATTERN MAX_MIB         CPU ms, then MiB reached (PATTERN x1.5 or +64k)
  *
- * seed and churn measure the worker thread's CPU time (a shared machine's descheduling does
+ * seed, churn and grow measure the worker thread's CPU time (a shared machine's descheduling does
  * not count, page faults do); pairs and prodcons measure wall time (scaling is the point);
  * the churn p99.9 latency times each op with the TSC.
  * The first output line names the library malloc came from ("lib PATH"), so the driver can
