@@ -1018,6 +1018,18 @@ static void json_num(FILE *f, double v)
         fprintf(f, "%.4g", v);
 }
 
+/* One allocator's entry of two figures, "name": {"k1": v1, "k2": v2}, a comma before it unless
+ * *first. */
+static void json_pair(FILE *f, int *first, const char *name, const char *k1, double v1, const char *k2, double v2)
+{
+    fprintf(f, "%s\"%s\": {\"%s\": ", *first ? "" : ", ", name, k1);
+    *first = 0;
+    json_num(f, v1);
+    fprintf(f, ", \"%s\": ", k2);
+    json_num(f, v2);
+    fprintf(f, "}");
+}
+
 static int write_json(const char *path, const char *machine)
 {
     FILE *f = fopen(path, "w");
@@ -1098,16 +1110,10 @@ static int write_json(const char *path, const char *machine)
     for (int g = 0; g < NGROW; g++) {
         fprintf(f, "%s\"%s\": {", g ? ", " : "", grow_patterns[g]);
         int fa = 1;
-        for (int a = 0; a < NALLOC; a++) {
-            if (!alloc_usable(a, NULL))
-                continue;
-            fprintf(f, "%s\"%s\": {\"cpu_ms\": ", fa ? "" : ", ", allocators[a].name);
-            fa = 0;
-            json_num(f, scenario_on[SC_GROW] ? grow_ms[a][g] : -1);
-            fprintf(f, ", \"reached_mib\": ");
-            json_num(f, scenario_on[SC_GROW] ? grow_reached[a][g] : -1);
-            fprintf(f, "}");
-        }
+        for (int a = 0; a < NALLOC; a++)
+            if (alloc_usable(a, NULL))
+                json_pair(f, &fa, allocators[a].name, "cpu_ms", scenario_on[SC_GROW] ? grow_ms[a][g] : -1,
+                          "reached_mib", scenario_on[SC_GROW] ? grow_reached[a][g] : -1);
         fprintf(f, "}");
     }
     fprintf(f, "},\n");
@@ -1115,16 +1121,10 @@ static int write_json(const char *path, const char *machine)
     for (int p = 0; p < rpb_nprograms && p < MAX_PROGRAMS; p++) {
         fprintf(f, "%s\n    \"%s\": {", p ? "," : "", rpb_programs[p].name);
         int fa = 1;
-        for (int a = 0; a < NALLOC; a++) {
-            if (!program_usable(a))
-                continue;
-            fprintf(f, "%s\"%s\": {\"wall_s\": ", fa ? "" : ", ", allocators[a].name);
-            fa = 0;
-            json_num(f, scenario_on[SC_PROGRAM] ? program_wall[a][p] : -1);
-            fprintf(f, ", \"cpu_s\": ");
-            json_num(f, scenario_on[SC_PROGRAM] ? program_cpu[a][p] : -1);
-            fprintf(f, "}");
-        }
+        for (int a = 0; a < NALLOC; a++)
+            if (program_usable(a))
+                json_pair(f, &fa, allocators[a].name, "wall_s", scenario_on[SC_PROGRAM] ? program_wall[a][p] : -1,
+                          "cpu_s", scenario_on[SC_PROGRAM] ? program_cpu[a][p] : -1);
         fprintf(f, "}");
     }
     fprintf(f, "\n  }\n}\n");
