@@ -15,6 +15,7 @@
 #include "src/block.h"
 #include "src/free_index.h"
 #include "src/heap.h"
+#include "src/mapped_block.h"
 #include "src/os.h"
 #include "src/page_tier.h"
 #include "src/pagemap.h"

@@ -2,13 +2,15 @@
  * model that knows what every live block must look like. Built for both flavours (targets
  * heap_ops and heap_ops_debug share this file and the corpus fuzz/corpus/heap_ops).
  *
- * Input: two bytes of heap shape, then operations until the input ends (see decode_* and the
+ * Input: three bytes of heap shape, then operations until the input ends (see decode_* and the
  * OP_* list; fuzz/seeds.py writes the seed corpus in this format and documents it):
  *   shape[0]  bits 0-3 max_bytes = (v+1) * 512 KiB, bits 4-6 region_bytes = 16 KiB << v,
  *             bit 7 RP_HEAP_NO_OS (memory only from ADD_REGION)
  *   shape[1]  bits 0-2 large_threshold = 4 KiB << v, bits 3-5 retain_bytes = 32 KiB << v,
  *             bit 6 RP_HEAP_HUGE_PAGES (regions of 2 MiB and more are advised), bit 7 a purge
  *             delay of one hour (free memory beyond retain_bytes is kept: only trim returns it)
+ *   shape[2]  bits 0-1 mapped_block_bytes: the default (32 MiB, beyond the cap), 2 MiB, 3 MiB
+ *             or never (SIZE_MAX); bits 2-7 are ignored
  * The heap is small and capped, so out-of-memory paths, region growth, retention and release
  * to the OS are all reached within a few operations. A second, plain heap receives blocks
  * moved by cross-heap realloc.
@@ -331,7 +333,8 @@ static void do_edges(void)
 
 static void run(fuzz_input *in)
 {
-    uint8_t shape0 = fuzz_u8(in), shape1 = fuzz_u8(in);
+    uint8_t shape0 = fuzz_u8(in), shape1 = fuzz_u8(in), shape2 = fuzz_u8(in);
+    static const size_t mapped_block_bytes[4] = {0, (size_t)2 << 20, (size_t)3 << 20, SIZE_MAX};
     heap_model *m = &model.heaps[0];
     m->cfg.name = "fuzz";
     m->cfg.max_bytes = (size_t)((shape0 & 15) + 1) << 19;
@@ -340,6 +343,7 @@ static void run(fuzz_input *in)
     m->cfg.large_threshold = (size_t)4096 << (shape1 & 7);
     m->cfg.retain_bytes = (size_t)32 << (10 + ((shape1 >> 3) & 7));
     m->cfg.purge_delay_ms = (shape1 & 0x80) ? 3600000u : 0;
+    m->cfg.mapped_block_bytes = mapped_block_bytes[shape2 & 3];
     m->h = rp_heap_create(&m->cfg);
     EXPECT(m->h, "rp_heap_create failed (errno %d)", errno);
     rp_heap_stats_t st;

@@ -14,6 +14,7 @@ heap_ops input format (fuzz/heap_ops.c is the authority):
             bit 7 RP_HEAP_NO_OS
     shape1: bits 0-2 large_threshold = 4 KiB << v, bits 3-5 retain_bytes = 32 KiB << v,
             bit 6 RP_HEAP_HUGE_PAGES, bit 7 purge_delay_ms = one hour (the excess is kept)
+    shape2: bits 0-1 mapped_block_bytes = default (32 MiB), 2 MiB, 3 MiB, never
     then operations: an opcode byte (its low four bits; 15 does nothing yet) and its
     arguments, little-endian: 13 batch flags slot count size align (flags bit 0: free rather
     than allocate; bits 1-3: the free's stride - 1, 7 for -1; bits 4-6: one bad pointer, 1 twice in the
@@ -138,12 +139,14 @@ def u16(x):
 
 
 def shape(max_half_mib=16, region_log=4, no_os=False, large_log=4, retain_log=2, huge_pages=False,
-          purge_delay=False):
+          purge_delay=False, mapped=0):
     """max_bytes = max_half_mib * 512 KiB; region = 16 KiB << region_log; threshold = 4 KiB <<
     large_log (4 = 64 KiB, the default); retain = 32 KiB << retain_log; huge_pages sets
-    RP_HEAP_HUGE_PAGES; purge_delay sets a purge delay of one hour."""
+    RP_HEAP_HUGE_PAGES; purge_delay sets a purge delay of one hour; mapped picks
+    mapped_block_bytes (0 default, 1 2 MiB, 2 3 MiB, 3 never)."""
     return bytes([(max_half_mib - 1) | region_log << 4 | (0x80 if no_os else 0),
-                  large_log | retain_log << 3 | (0x40 if huge_pages else 0) | (0x80 if purge_delay else 0)])
+                  large_log | retain_log << 3 | (0x40 if huge_pages else 0) | (0x80 if purge_delay else 0),
+                  mapped])
 
 
 def alloc(slot, size, align=0, second=False):
@@ -289,6 +292,17 @@ def heap_ops_seeds():
     s["seed-os-fail"] = (shape(16, region_log=0, retain_log=0) + os_fail(1) + alloc(0, 100032) + alloc(1, 100032) +
                          os_fail(1) + free(1) + os_fail(2) + alloc_run(2, 8, 300032) + free_run(2, 8) +
                          os_fail(1) + trim(0) + check())
+    # Mapped blocks (mapped_block_bytes 2 MiB and 3 MiB under the 8 MiB cap): growth by
+    # mremap, shrinking, growth past the cap, OS failures in each step, stale and interior frees.
+    MiB = 1 << 20
+    s["seed-mapped-blocks"] = (shape(16, mapped=1) + alloc(0, 2 * MiB) + alloc(1, 100) + realloc(0, 3 * MiB) +
+                               check() + realloc(0, MiB) + realloc(0, 4 * MiB - 4096) + alloc(2, 2 * MiB, 1 << 21) +
+                               realloc(2, 4 * MiB - 4096) + os_fail(1) + realloc(0, 2 * MiB + 4096) + os_fail(2) +
+                               realloc(1, 3 * MiB) + misuse(1, 0, 777) + free(0) + misuse(0, 0, 0) + os_fail(1) +
+                               free(2) + trim(0) + check())
+    s["seed-mapped-blocks-3m"] = (shape(16, huge_pages=True, mapped=2) + alloc(0, 3 * MiB - 4096) +
+                                  alloc(1, 3 * MiB) + realloc(0, 3 * MiB) + realloc(1, 8192) + os_fail(3) +
+                                  realloc(0, 2 * MiB) + calloc(2, 2, 2 * MiB) + free(1) + free(0) + free(2) + check())
     # Misuse, each kind once: double free, interior free / realloc / usable size, foreign
     # pointers, region metadata, forged header, a region over live memory.
     s["seed-misuse"] = (shape(8) + add_region(0, 1024) + alloc(0, 1000) + alloc(1, 70016) + alloc(2, 300) + free(2) +

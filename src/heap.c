@@ -308,6 +308,8 @@ static int config_valid(const rp_heap_config *c)
         return 0;
     if (c->purge_delay_ms > RP_MAX_PURGE_DELAY_MS)
         return 0;
+    if (c->mapped_block_bytes && c->mapped_block_bytes < RP_HUGE_PAGE_BYTES)
+        return 0;
     return 1;
 }
 
@@ -337,6 +339,7 @@ static rp_heap *heap_new(const rp_heap_config *cfg, int is_default)
     h->retain_bytes = cfg->retain_bytes ? cfg->retain_bytes : RP_DEFAULT_RETAIN;
     h->purge_delay_ms = cfg->purge_delay_ms;
     h->max_bytes = cfg->max_bytes;
+    h->mapped_block_bytes = cfg->mapped_block_bytes ? cfg->mapped_block_bytes : RP_DEFAULT_MAPPED_BLOCK;
     size_t region = cfg->region_bytes ? cfg->region_bytes : RP_DEFAULT_REGION;
     h->next_region_pages = (size_t)1 << rp_ceil_log2((region + RP_PAGE_SIZE - 1) >> RP_PAGE_SHIFT);
     h->span_pages = RP_SPAN_BYTES >> RP_PAGE_SHIFT;

@@ -16,6 +16,7 @@
 
 #define RP_DEFAULT_LARGE_THRESHOLD ((size_t)64 << 10)
 #define RP_DEFAULT_RETAIN ((size_t)32 << 20)
+#define RP_DEFAULT_MAPPED_BLOCK ((size_t)32 << 20) /* rp_heap_config.mapped_block_bytes */
 #define RP_MAX_PURGE_DELAY_MS 3600000u /* rp_heap_config.purge_delay_ms */
 #define RP_DEFAULT_REGION ((size_t)4 << 20)
 #define RP_MAX_REGION ((size_t)256 << 20)  /* regions grow geometrically up to this */
@@ -54,6 +55,7 @@ struct rp_heap {
     size_t retain_bytes;
     uint32_t purge_delay_ms;   /* 0: free pages above retain_bytes go back at once */
     size_t max_bytes;
+    size_t mapped_block_bytes; /* large blocks from this size get a mapping (mapped_block.h) */
     size_t span_pages;         /* preferred span size in pages */
     char name[32];
 

@@ -105,11 +105,17 @@ void *rp_large_move(rp_heap *h, rp_page *d, size_t size)
     size_t npages = resize_pages(d, size), old_npages = d->npages;
     if (!npages || !rp_region_is_mapped_block(d->region) || rp_mapped_block_pages(npages) <= old_npages)
         return NULL;
+    void *old_user = rp_large_user(d);
     rp_page *nd = rp_mapped_block_grow(h, d, npages);
     if (!nd)
         return NULL;
     count_resize(h, nd, old_npages);
-    return rp_large_user(nd);
+    void *user = rp_large_user(nd);
+    if (user != old_user) { /* a move counts as one allocation and one free, as a copy does */
+        h->alloc_calls++;
+        h->free_calls++;
+    }
+    return user;
 }
 
 int rp_large_resize(rp_heap *h, rp_page *d, size_t size)
@@ -118,9 +124,11 @@ int rp_large_resize(rp_heap *h, rp_page *d, size_t size)
     if (!npages)
         return 0;
     if (rp_region_is_mapped_block(d->region)) {
-        /* In place only within its whole chunks (G1); growing past them is a move. */
+        /* In place only within its whole chunks (G1): growing past them is a move, and so is
+         * shrinking below one chunk (into the heap, a copy of less than 2 MiB, rather than
+         * 2 MiB kept for a small block). */
         size_t old_npages = d->npages, want = rp_mapped_block_pages(npages);
-        if (want > old_npages)
+        if (want > old_npages || size < RP_MAPPED_BLOCK_ALIGN)
             return 0;
         if (want < old_npages) {
             rp_mapped_block_shrink(h, d, npages);

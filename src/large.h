@@ -19,7 +19,7 @@ void rp_large_release(rp_heap *h, rp_page *d);
 
 /* Resizes in place: shrinking returns whole pages; growing uses the pages already held, then
  * the free pages right after the block (a block with a mapping of its own: its mapping's
- * 2 MiB steps, rp_large_move grows it further). Returns 1 on success, 0 if the block must move. */
+ * 2 MiB steps, down to one, and rp_large_move grows it further). Returns 1 on success, 0 if the block must move. */
 int rp_large_resize(rp_heap *h, rp_page *d, size_t size);
 
 /* Moves a large block with a mapping of its own (mapped_block.h) that must grow past it to a

@@ -1,5 +1,5 @@
-/* Mapped blocks: a large block of at least RP_MAPPED_BLOCK_MIN bytes gets an OS mapping of
- * its own, so that realloc moves it with mremap (the page tables move; no byte is copied and
+/* Mapped blocks: a large block of at least the heap's mapped_block_bytes (32 MiB by default)
+ * gets an OS mapping of its own, so that realloc moves it with mremap (the page tables move; no byte is copied and
  * no page is faulted in) and free gives it straight back to the OS.
  *
  * Why: a block in a shared region that cannot grow in place must be copied, under the heap
@@ -35,7 +35,6 @@
 #include "heap.h"
 #include "hooks.h"
 
-#define RP_MAPPED_BLOCK_MIN ((size_t)32 << 20)
 #define RP_MAPPED_BLOCK_ALIGN RP_HUGE_PAGE_BYTES /* G1 */
 
 /* 1 if a large request of bytes (lead pages and suffix included) aligned to align gets a
@@ -43,7 +42,7 @@
  * mapping keeps (G1). */
 static inline int rp_mapped_block_wanted(const rp_heap *h, size_t bytes, size_t align)
 {
-    return RP_HOOK_PREFIX == 0 && bytes >= RP_MAPPED_BLOCK_MIN && align <= RP_MAPPED_BLOCK_ALIGN &&
+    return RP_HOOK_PREFIX == 0 && bytes >= h->mapped_block_bytes && align <= RP_MAPPED_BLOCK_ALIGN &&
            !(h->flags & RP_HEAP_NO_OS);
 }
 

@@ -20,6 +20,8 @@ typedef struct rp_options {
     size_t retain_bytes;       /* retain_bytes: free page memory kept mapped per heap (default 32M) */
     unsigned purge_delay_ms;   /* purge_delay_ms: how long memory beyond retain_bytes stays
                                   before it goes back (default 10000) */
+    size_t mapped_block_bytes; /* mapped_block_bytes: large blocks from this size get a mapping
+                                  of their own (default 32M; 0 = never; raised to 2M) */
     int huge_pages;            /* huge_pages: RP_HEAP_HUGE_PAGES on the malloc heaps (default 1) */
     int stats;                 /* stats: print rp_malloc_stats_print() at exit (default 0) */
     unsigned arenas;           /* arenas: heaps malloc spreads threads over, 1..64 (default 0 =

@@ -68,6 +68,11 @@ typedef struct rp_heap_config {
                                   (rp_heap_trim does it at once): memory a program frees and
                                   soon allocates again is reused instead of being faulted in
                                   again as zeroed pages. At most 3600000 (one hour). */
+    size_t mapped_block_bytes; /* large blocks of at least this many bytes (aligned to at most
+                                  2 MiB) get a mapping of their own in the release flavour:
+                                  realloc moves them with mremap instead of copying, free
+                                  unmaps them. Default 32 MiB; SIZE_MAX = never; other values
+                                  below 2 MiB are invalid. Ignored with RP_HEAP_NO_OS. */
 } rp_heap_config;
 
 /* Creates a heap. cfg NULL = all defaults. Memory comes from the OS on demand (unless

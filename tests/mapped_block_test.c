@@ -59,7 +59,7 @@ static int stamped(const unsigned char *p, size_t len, unsigned seed)
 /* Growth, shrinking and freeing: what a buffer grown by realloc sees. */
 static void test_grow_shrink_free(void)
 {
-    size_t base = rp_os_mapped_bytes();
+    size_t base = rp_os_mapped_bytes() - rp_pagemap_bytes();
     rp_heap *h = rp_heap_create(NULL);
     REQUIRE(h);
     size_t heap_only = rp_os_mapped_bytes();
@@ -111,12 +111,20 @@ static void test_grow_shrink_free(void)
     CHECK(rp_realloc(h, s, 51 * MiB) == s);
     CHECK(rp_usable_size(s) == 52 * MiB);
 
-    rp_free(s);
+    /* Below one chunk it moves into the heap: a small block does not keep 2 MiB. */
+    unsigned char *t = rp_realloc(h, s, 1000);
+    REQUIRE(t);
+    CHECK(t != s && !mapped_block(t) && rp_usable_size(t) < 2000 && t[0] == (unsigned char)1);
     CHECK(region_of(s) == NULL);
+    CHECK_HEAP(h);
+    s = t;
+    rp_free(s);
     CHECK_HEAP(h);
     rp_heap_stats(h, &st);
     CHECK(st.blocks_in_use == 0 && st.large_blocks == 0);
-    CHECK(rp_os_mapped_bytes() - rp_pagemap_bytes() <= heap_only);
+    /* The block's mappings are gone: all that stays mapped is what the heap counts (its control
+     * block and the region the 1000-byte block came from). */
+    CHECK(rp_os_mapped_bytes() - rp_pagemap_bytes() - base == st.os_bytes);
     rp_heap_destroy(h);
     CHECK(rp_os_mapped_bytes() - rp_pagemap_bytes() <= base);
 }
@@ -167,6 +175,33 @@ static void test_alignment_and_heaps(void)
     rp_free(d);
     rp_heap_destroy(n);
     munmap(mem, len);
+}
+
+/* rp_heap_config.mapped_block_bytes: the threshold, SIZE_MAX for never, at least 2 MiB. */
+static void test_threshold(void)
+{
+    rp_heap_config cfg = {0};
+    cfg.mapped_block_bytes = 4 * MiB;
+    rp_heap *h = rp_heap_create(&cfg);
+    REQUIRE(h);
+    void *a = rp_alloc(h, 4 * MiB, 0), *b = rp_alloc(h, 4 * MiB - 4096, 0);
+    REQUIRE(a && b);
+    CHECK(mapped_block(a) && rp_usable_size(a) == 4 * MiB && !mapped_block(b));
+    CHECK_HEAP(h);
+    rp_free(a);
+    rp_free(b);
+    rp_heap_destroy(h);
+    cfg.mapped_block_bytes = SIZE_MAX;
+    h = rp_heap_create(&cfg);
+    REQUIRE(h);
+    a = rp_alloc(h, 100 * MiB, 0);
+    REQUIRE(a);
+    CHECK(!mapped_block(a));
+    rp_free(a);
+    rp_heap_destroy(h);
+    cfg.mapped_block_bytes = 2 * MiB - 1;
+    errno = 0;
+    CHECK(rp_heap_create(&cfg) == NULL && errno == EINVAL);
 }
 
 /* max_bytes bounds mapped blocks too: a growth past it fails with ENOMEM and keeps the block. */
@@ -311,6 +346,7 @@ int main(void)
     }
     test_grow_shrink_free();
     test_alignment_and_heaps();
+    test_threshold();
     test_cap();
     test_os_failures();
     test_checker();

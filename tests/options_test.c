@@ -60,6 +60,12 @@ int main(void)
     CHECK(rp_options_parse("purge_delay_ms=3600001", &m, record, &n) == 1 && m.purge_delay_ms == 250 &&
           strstr(last, "purge_delay_ms"));
     CHECK(rp_options_parse("purge_delay_ms=-5", &m, record, &n) == 1 && m.purge_delay_ms == 250);
+    /* mapped_block_bytes: a size, default 32M (0 = never: arena.c). */
+    CHECK(m.mapped_block_bytes == (size_t)32 << 20);
+    CHECK(rp_options_parse("mapped_block_bytes=4M", &m, record, &n) == 0 && m.mapped_block_bytes == (size_t)4 << 20);
+    CHECK(rp_options_parse("mapped_block_bytes=0", &m, record, &n) == 0 && m.mapped_block_bytes == 0);
+    CHECK(rp_options_parse("mapped_block_bytes=lots", &m, record, &n) == 1 && m.mapped_block_bytes == 0 &&
+          strstr(last, "mapped_block_bytes"));
     n = 0;
     rp_options_parse("leak_exit_code=256", &o, record, &n);
     CHECK(n == 1 && strstr(last, "leak_exit_code") && o.leak_exit_code == 23);
