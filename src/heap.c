@@ -10,6 +10,7 @@
 #include "os.h"
 #include "pagemap.h"
 #include "secret.h"
+#include "span.h"
 
 static pthread_mutex_t heaps_lock = PTHREAD_MUTEX_INITIALIZER;
 static rp_heap *all_heaps;
@@ -289,6 +290,7 @@ size_t rp_heap_trim(rp_heap *h, size_t keep_bytes)
         return 0;
     rp_lock_acquire(&h->lock);
     size_t before = h->os_released;
+    rp_span_drop_spare(h); /* else its region is never wholly free */
     trim_locked(h, keep_bytes, 1);
     h->purge_due_ms = 0;
     size_t released = h->os_released - before;

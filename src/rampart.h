@@ -105,7 +105,8 @@ rp_heap *rp_heap_of(const void *p);
 const char *rp_heap_name(const rp_heap *h);
 
 /* Returns free memory to the OS now (normally this happens as blocks are freed, beyond
- * retain_bytes): unmaps every wholly free OS region, then gives back the pages of free
+ * retain_bytes): gives up the heap's spare span (a wholly free one kept to absorb
+ * alloc/free churn), unmaps every wholly free OS region, then gives back the pages of free
  * page-tier blocks until at most keep_bytes of free memory may be resident. Returns the
  * number of bytes released. */
 size_t rp_heap_trim(rp_heap *h, size_t keep_bytes);

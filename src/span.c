@@ -408,6 +408,16 @@ size_t rp_span_alloc_run(rp_heap *h, size_t size, size_t align, void **out, size
     return k;
 }
 
+void rp_span_drop_spare(rp_heap *h)
+{
+    rp_block *b = h->spare_span;
+    if (!b)
+        return;
+    rp_free_index_unlink(&h->index, b);
+    h->spare_span = NULL;
+    span_destroy(h, b);
+}
+
 /* A whole span became free: keep it as the spare, or give it back to the page tier. */
 static void span_emptied(rp_heap *h, rp_block *b)
 {

@@ -52,6 +52,10 @@ int rp_span_resize(rp_heap *h, rp_block *b, size_t size, rp_fault *f);
  * tell). Walks the span: never on the hot path. */
 int rp_span_refuse_leftover(rp_heap *h, rp_block *b, rp_fault *f);
 
+/* Gives the heap's spare span (H4), if any, back to the page tier (an explicit trim: the
+ * region it lies in may then be wholly free). */
+void rp_span_drop_spare(rp_heap *h);
+
 /* The span containing block b: its head descriptor. */
 rp_page *rp_span_head_of(rp_region *r, const void *p);
 

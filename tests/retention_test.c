@@ -201,6 +201,26 @@ int main(void)
     CHECK(st.page_dirty_bytes == 0);
     CHECK_HEAP(b);
     rp_heap_destroy(b);
+
+    /* A heap whose last small block went keeps a wholly free span as its spare (H4); an
+     * explicit trim gives it up too, so a heap left empty maps nothing but its control block. */
+    rp_heap *e = rp_heap_create(NULL);
+    REQUIRE(e);
+    void *small = rp_alloc(e, 100, 0);
+    REQUIRE(small);
+    rp_free(small);
+    rp_heap_stats(e, &st);
+    CHECK(st.spans == 1 && st.regions == 1);
+    rp_heap_trim(e, 0);
+    rp_heap_stats(e, &st);
+    CHECKF(st.spans == 0 && st.regions == 0 && st.region_bytes == 0, "after trim(0): %zu spans, %zu regions", st.spans,
+           st.regions);
+    CHECK_HEAP(e);
+    small = rp_alloc(e, 100, 0); /* and usable again */
+    CHECK(small != NULL);
+    rp_free(small);
+    CHECK_HEAP(e);
+    rp_heap_destroy(e);
     rp_heap_destroy(h);
     delayed_purge();
     CHECK(mapped() == base);
