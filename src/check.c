@@ -11,9 +11,9 @@
 #include "heap.h"
 #include "hooks.h"
 #include "large.h"
+#include "mapped_block.h"
 #include "os.h"
 #include "pagemap.h"
-#include "mapped_block.h"
 #include "resident.h"
 #include "walk.h"
 
