@@ -66,8 +66,10 @@ static rp_heap *arena_create_locked(unsigned i)
     cfg.name = name;
     cfg.retain_bytes = rp_options_get()->retain_bytes;
     cfg.purge_delay_ms = rp_options_get()->purge_delay_ms;
+    /* The default (0 here) adapts to the program's frees (mapped_block.h). */
     size_t mapped = rp_options_get()->mapped_block_bytes;
-    cfg.mapped_block_bytes = mapped == 0 ? SIZE_MAX : mapped < RP_HUGE_PAGE_BYTES ? RP_HUGE_PAGE_BYTES : mapped;
+    if (mapped != RP_DEFAULT_MAPPED_BLOCK)
+        cfg.mapped_block_bytes = mapped == 0 ? SIZE_MAX : mapped < RP_HUGE_PAGE_BYTES ? RP_HUGE_PAGE_BYTES : mapped;
     /* Most of what a program allocates is small blocks carved from fresh spans: one fault per
      * 2 MiB instead of one per 4 KiB. */
     if (rp_options_get()->huge_pages)

@@ -56,6 +56,7 @@ struct rp_heap {
     uint32_t purge_delay_ms;   /* 0: free pages above retain_bytes go back at once */
     size_t max_bytes;
     size_t mapped_block_bytes; /* large blocks from this size get a mapping (mapped_block.h) */
+    int mapped_block_adapts;   /* the default threshold: raised by frees (mapped_block.h) */
     size_t span_pages;         /* preferred span size in pages */
     char name[32];
 

@@ -99,6 +99,13 @@ void rp_mapped_block_unmap(rp_heap *h, rp_page *d)
     rp_region *r = d->region;
     void *area = r->map_base;
     size_t bytes = r->map_len, meta_len = r->block_meta_len;
+    /* A program that frees a block this large may well ask for one again: with the default
+     * threshold, the next one comes from the heap's regions, whose free pages the retention
+     * policy keeps (a purge delay, or within retain_bytes), instead of a fresh mapping faulted
+     * in again. glibc moves its mmap threshold the same way. */
+    if (h->mapped_block_adapts && bytes >= h->mapped_block_bytes && bytes < RP_MAPPED_BLOCK_ADAPT_MAX &&
+        (h->purge_delay_ms || bytes <= h->retain_bytes))
+        h->mapped_block_bytes = bytes + 1;
     rp_heap_unlink_region(h, r);
     rp_pagemap_unregister(r);
     r->magic = 0;

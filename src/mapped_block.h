@@ -36,6 +36,10 @@
 #include "hooks.h"
 
 #define RP_MAPPED_BLOCK_ALIGN RP_HUGE_PAGE_BYTES /* G1 */
+/* The default threshold adapts: freeing a mapped block raises it above that block's size
+ * (if the heap would keep such a block's pages when freed: a purge delay, or within
+ * retain_bytes), up to this; an explicit rp_heap_config.mapped_block_bytes stays. */
+#define RP_MAPPED_BLOCK_ADAPT_MAX RP_MAX_REGION
 
 /* 1 if a large request of bytes (lead pages and suffix included) aligned to align gets a
  * mapping of its own in h: the release flavour, a heap that may map memory, an alignment a
@@ -65,7 +69,7 @@ static inline size_t rp_mapped_block_capacity(const rp_region *r)
 rp_page *rp_mapped_block_map(rp_heap *h, size_t npages);
 
 /* Gives the mapped block headed by d (released by the caller's counters) back to the OS:
- * its area and its region. */
+ * its area and its region. Raises an adapting threshold past its size. */
 void rp_mapped_block_unmap(rp_heap *h, rp_page *d);
 
 /* Shrinks the mapped block headed by d in place to rp_mapped_block_pages(npages) pages

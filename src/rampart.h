@@ -71,8 +71,12 @@ typedef struct rp_heap_config {
     size_t mapped_block_bytes; /* large blocks of at least this many bytes (aligned to at most
                                   2 MiB) get a mapping of their own in the release flavour:
                                   realloc moves them with mremap instead of copying, free
-                                  unmaps them. Default 32 MiB; SIZE_MAX = never; other values
-                                  below 2 MiB are invalid. Ignored with RP_HEAP_NO_OS. */
+                                  unmaps them. 0 = the default: 32 MiB, raised past the size of
+                                  a mapped block freed when the heap would keep the pages of
+                                  such a block (purge delay, or within retain_bytes), up to
+                                  256 MiB, as glibc moves its mmap threshold. SIZE_MAX = never;
+                                  other values (fixed) of at least 2 MiB. Ignored with
+                                  RP_HEAP_NO_OS. */
 } rp_heap_config;
 
 /* Creates a heap. cfg NULL = all defaults. Memory comes from the OS on demand (unless

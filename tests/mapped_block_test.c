@@ -204,6 +204,59 @@ static void test_threshold(void)
     CHECK(rp_heap_create(&cfg) == NULL && errno == EINVAL);
 }
 
+/* The default threshold adapts: after a heap that keeps freed pages (a purge delay) freed a
+ * 40 MiB mapped block, the next 40 MiB comes from its regions, reusing their pages; larger
+ * blocks still get a mapping; an explicit threshold, or a heap that would give the pages
+ * back anyway (no delay, beyond retain_bytes), stays as it was. */
+static void test_adaptive_threshold(void)
+{
+    rp_heap_config cfg = {0};
+    cfg.purge_delay_ms = 3600000;
+    rp_heap *h = rp_heap_create(&cfg);
+    REQUIRE(h);
+    void *a = rp_alloc(h, 40 * MiB, 0);
+    REQUIRE(a);
+    CHECK(mapped_block(a));
+    rp_free(a);
+    void *b = rp_alloc(h, 40 * MiB, 0);
+    REQUIRE(b);
+    CHECK(!mapped_block(b));
+    memset(b, 1, 40 * MiB);
+    rp_free(b);
+    rp_heap_stats_t st;
+    rp_heap_stats(h, &st);
+    size_t released = st.os_released;
+    void *c = rp_alloc(h, 40 * MiB, 0); /* the same pages again: nothing mapped, nothing released */
+    REQUIRE(c);
+    rp_heap_stats_t st2;
+    rp_heap_stats(h, &st2);
+    CHECK(!mapped_block(c) && st2.os_bytes == st.os_bytes && st2.os_released == released);
+    void *d = rp_alloc(h, 100 * MiB, 0);
+    REQUIRE(d);
+    CHECK(mapped_block(d));
+    CHECK_HEAP(h);
+    rp_free(c);
+    rp_free(d);
+    rp_heap_destroy(h);
+
+    cfg.mapped_block_bytes = 32 * MiB; /* explicit: fixed */
+    h = rp_heap_create(&cfg);
+    REQUIRE(h);
+    rp_free(rp_alloc(h, 40 * MiB, 0));
+    a = rp_alloc(h, 40 * MiB, 0);
+    CHECK(a && mapped_block(a));
+    rp_free(a);
+    rp_heap_destroy(h);
+
+    h = rp_heap_create(NULL); /* no delay, 40 MiB beyond retain_bytes: a region would not keep it */
+    REQUIRE(h);
+    rp_free(rp_alloc(h, 40 * MiB, 0));
+    a = rp_alloc(h, 40 * MiB, 0);
+    CHECK(a && mapped_block(a));
+    rp_free(a);
+    rp_heap_destroy(h);
+}
+
 /* max_bytes bounds mapped blocks too: a growth past it fails with ENOMEM and keeps the block. */
 static void test_cap(void)
 {
@@ -347,6 +400,7 @@ int main(void)
     test_grow_shrink_free();
     test_alignment_and_heaps();
     test_threshold();
+    test_adaptive_threshold();
     test_cap();
     test_os_failures();
     test_checker();

@@ -17,7 +17,8 @@
  *            threads): ops/s on 1, 2, 4, 8 threads;
  *   grow     one buffer grown by realloc from 1 MiB to 256 MiB, by factors of 1.5 and in
  *            64 KiB steps, every appended byte written: CPU ms (an allocator that copies the
- *            buffer at every step is stopped at a 2 s cap);
+ *            buffer at every step is stopped at a 2 s cap); and ("again") a 32 MiB buffer
+ *            allocated, written and freed 25 times;
  *   program  whole programs (sqlite3, python3: the table in rpbench_programs.c) run under each
  *            allocator by LD_PRELOAD: wall and CPU seconds, output checked against the
  *            system malloc's.
@@ -111,8 +112,8 @@ static const char *scenario_names[] = {"seed", "churn", "memory", "pairs", "prod
 enum { SC_SEED, SC_CHURN, SC_MEMORY, SC_PAIRS, SC_PRODCONS, SC_GROW, SC_PROGRAM, SC_COUNT };
 
 /* The grow scenario's patterns (rpbench_worker.c worker_grow). */
-static const char *grow_patterns[] = {"x1.5", "+64k"};
-#define NGROW 2
+static const char *grow_patterns[] = {"x1.5", "+64k", "again"};
+#define NGROW 3
 
 typedef struct resolved {
     int active;
@@ -813,9 +814,9 @@ static void print_grow(void)
     if (!scenario_on[SC_GROW])
         return;
     int capped = 0;
-    printf("\ngrow: one buffer grown by realloc from 1 MiB to %ld MiB, every appended byte written, then freed -- "
-           "CPU ms; %d repetitions\n",
-           grow_max_mib, reps);
+    printf("\ngrow: one buffer grown by realloc from 1 MiB to %ld MiB, every appended byte written, then freed; "
+           "again: %ld MiB allocated, written and freed 25 times -- CPU ms; %d repetitions\n",
+           grow_max_mib, grow_max_mib / 8, reps);
     header_row("pattern", NULL);
     for (int g = 0; g < NGROW; g++) {
         printf("%-14s", grow_patterns[g]);

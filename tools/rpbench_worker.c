@@ -324,10 +324,32 @@ static int worker_threads(void *(*fn)(void *), int nthreads, long total_ops)
 /* One buffer grown by realloc from 1 MiB to max_mib MiB, each size 1.5 times the last
  * ("x1.5", a growable vector) or 64 KiB more ("+64k", a file read in chunks), every appended
  * byte written, then freed: CPU ms of the whole, then the MiB reached, which is less than
- * max_mib when the GROW_CAP_NS cap stopped an allocator that copies the buffer at every step. */
+ * max_mib when the GROW_CAP_NS cap stopped an allocator that copies the buffer at every step.
+ * "again": a buffer of max_mib / 8 MiB allocated, written whole and freed 25 times (a big
+ * scratch buffer per request: does the allocator fault it in every time?). */
 #define GROW_CAP_NS 2e9
+static int worker_again(long max_mib)
+{
+    size_t size = (size_t)max_mib << 17;
+    double c0 = cpu_ns();
+    for (int i = 0; i < 25; i++) {
+        unsigned char *p = bench_alloc(size, 0);
+        if (!p)
+            return 1;
+        memset(p, i + 1, size);
+        int intact = p[size / 2] == i + 1;
+        bench_free(p);
+        if (!intact)
+            return 1;
+    }
+    printf("%.2f %ld\n", (cpu_ns() - c0) / 1e6, max_mib);
+    return 0;
+}
+
 static int worker_grow(const char *pattern, long max_mib)
 {
+    if (strcmp(pattern, "again") == 0 && max_mib >= 8)
+        return worker_again(max_mib);
     int geometric = strcmp(pattern, "x1.5") == 0;
     if ((!geometric && strcmp(pattern, "+64k") != 0) || max_mib < 2)
         return 2;

@@ -15,7 +15,8 @@
  *               memory CASE ROUNDS PER_ROUND peak RSS / bytes requested
  *               pairs THREADS OPS            ops/s (ops = mallocs + frees)
  *               prodcons THREADS OPS         ops/s
- *               grow PATTERN MAX_MIB         CPU ms, then MiB reached (PATTERN x1.5 or +64k)
+ *               grow PATTERN MAX_MIB         CPU ms, then MiB reached (PATTERN x1.5, +64k or
+ *                                            again: MAX_MIB / 8 allocated and freed 25 times)
  *
  * seed, churn and grow measure the worker thread's CPU time (a shared machine's descheduling does
  * not count, page faults do); pairs and prodcons measure wall time (scaling is the point);
