@@ -208,6 +208,20 @@ static void test_threshold(void)
  * 40 MiB mapped block, the next 40 MiB comes from its regions, reusing their pages; larger
  * blocks still get a mapping; an explicit threshold, or a heap that would give the pages
  * back anyway (no delay, beyond retain_bytes), stays as it was. */
+/* In a new heap of configuration cfg: is a 40 MiB block allocated after one was freed mapped? */
+static int second_block_mapped(const rp_heap_config *cfg)
+{
+    rp_heap *h = rp_heap_create(cfg);
+    REQUIRE(h);
+    rp_free(rp_alloc(h, 40 * MiB, 0));
+    void *a = rp_alloc(h, 40 * MiB, 0);
+    REQUIRE(a);
+    int mapped = mapped_block(a);
+    rp_free(a);
+    rp_heap_destroy(h);
+    return mapped;
+}
+
 static void test_adaptive_threshold(void)
 {
     rp_heap_config cfg = {0};
@@ -240,21 +254,8 @@ static void test_adaptive_threshold(void)
     rp_heap_destroy(h);
 
     cfg.mapped_block_bytes = 32 * MiB; /* explicit: fixed */
-    h = rp_heap_create(&cfg);
-    REQUIRE(h);
-    rp_free(rp_alloc(h, 40 * MiB, 0));
-    a = rp_alloc(h, 40 * MiB, 0);
-    CHECK(a && mapped_block(a));
-    rp_free(a);
-    rp_heap_destroy(h);
-
-    h = rp_heap_create(NULL); /* no delay, 40 MiB beyond retain_bytes: a region would not keep it */
-    REQUIRE(h);
-    rp_free(rp_alloc(h, 40 * MiB, 0));
-    a = rp_alloc(h, 40 * MiB, 0);
-    CHECK(a && mapped_block(a));
-    rp_free(a);
-    rp_heap_destroy(h);
+    CHECK(second_block_mapped(&cfg));
+    CHECK(second_block_mapped(NULL)); /* no delay, 40 MiB beyond retain_bytes: a region would not keep it */
 }
 
 /* max_bytes bounds mapped blocks too: a growth past it fails with ENOMEM and keeps the block. */
