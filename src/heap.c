@@ -55,12 +55,21 @@ void rp_heap_link_region(rp_heap *h, rp_region *r) { region_link(h, r); }
 void rp_heap_unlink_region(rp_heap *h, rp_region *r) { region_unlink(h, r); }
 void rp_heap_account_os(rp_heap *h, size_t mapped, size_t unmapped) { account_os(h, mapped, unmapped); }
 
+/* Unmaps [p, p+len), counted in h, for good: 1, or 0 if the OS refused. */
+static int unmap_counted(rp_heap *h, void *p, size_t len)
+{
+    if (rp_os_unmap(p, len) != 0)
+        return 0;
+    account_os(h, 0, len);
+    h->os_released += len;
+    return 1;
+}
+
 void rp_heap_unmap(rp_heap *h, void *p, size_t len)
 {
-    if (rp_os_unmap(p, len) == 0) {
-        account_os(h, 0, len);
-        h->os_released += len;
-    } else if (h->unmap_later_n < RP_UNMAP_LATER) {
+    if (unmap_counted(h, p, len))
+        return;
+    if (h->unmap_later_n < RP_UNMAP_LATER) {
         h->unmap_later[h->unmap_later_n].p = p;
         h->unmap_later[h->unmap_later_n].len = len;
         h->unmap_later_n++;
@@ -73,14 +82,9 @@ void rp_heap_unmap(rp_heap *h, void *p, size_t len)
 static void unmap_refused(rp_heap *h)
 {
     unsigned kept = 0;
-    for (unsigned i = 0; i < h->unmap_later_n; i++) {
-        if (rp_os_unmap(h->unmap_later[i].p, h->unmap_later[i].len) == 0) {
-            account_os(h, 0, h->unmap_later[i].len);
-            h->os_released += h->unmap_later[i].len;
-        } else {
+    for (unsigned i = 0; i < h->unmap_later_n; i++)
+        if (!unmap_counted(h, h->unmap_later[i].p, h->unmap_later[i].len))
             h->unmap_later[kept++] = h->unmap_later[i];
-        }
-    }
     h->unmap_later_n = kept;
 }
 

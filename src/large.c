@@ -136,25 +136,18 @@ int rp_large_resize(rp_heap *h, rp_page *d, size_t size)
         }
         return 1;
     }
-    if (npages > d->npages) {
+    size_t old_npages = d->npages;
+    if (npages > old_npages) {
         rp_region *r = d->region;
-        size_t extra = npages - d->npages;
         if (npages > ((size_t)1 << 31) ||
-            rp_page_tier_claim(&h->pages, r, rp_page_index(r, d) + d->npages, extra) != 0)
+            rp_page_tier_claim(&h->pages, r, rp_page_index(r, d) + old_npages, npages - old_npages) != 0)
             return 0;
         d->npages = (uint32_t)npages;
-        d->u.large.usable += extra << RP_PAGE_SHIFT;
-        h->bytes_in_use += extra << RP_PAGE_SHIFT;
-        h->bytes_usable += extra << RP_PAGE_SHIFT;
-        return 1;
-    }
-    if (npages < d->npages) {
-        size_t drop = d->npages - npages;
+        count_resize(h, d, old_npages);
+    } else if (npages < old_npages) {
         d->npages = (uint32_t)npages;
-        d->u.large.usable -= drop << RP_PAGE_SHIFT;
-        h->bytes_in_use -= drop << RP_PAGE_SHIFT;
-        h->bytes_usable -= drop << RP_PAGE_SHIFT;
-        rp_heap_give_pages(h, d->region, d + npages, drop);
+        count_resize(h, d, old_npages);
+        rp_heap_give_pages(h, d->region, d + npages, old_npages - npages);
     }
     return 1;
 }
