@@ -824,10 +824,12 @@ static void do_burst(uint8_t count, uint16_t size16)
     rp_malloc_stats(&s1);
     worker_free_many(ptrs, (size_t)k);
     rp_malloc_stats(&s2);
-    if (room && k > (int)bin->limit)
+    /* The second thread's bin (flushed, so it reserves nothing) grows as it fills, up to its
+     * most; past that, it flushes. */
+    if (room && k > (int)tc->bin_max[c])
         EXPECT(s2.transfer_puts > s1.transfer_puts,
-               "%d cross-thread frees of %zu-byte blocks (a bin holds %u) put no batch into the transfer cache", k,
-               first->usable, bin->limit);
+               "%d cross-thread frees of %zu-byte blocks (a bin holds at most %u) put no batch into the transfer cache",
+               k, first->usable, (unsigned)tc->bin_max[c]);
 
     do_flush();
     int expect_take = uniform && x->n[c] > 0;
@@ -1088,11 +1090,18 @@ static void do_damage(uint8_t kind, uint8_t x)
         case 1: POKE(head[1], head[1] ^ 16); expect_named("T1:", "a cached block's tag changed"); break;
         case 2: POKE(top[-1], (void *)head); expect_named("T1:", "a block in its bin twice"); break;
         case 3:
-            /* A full bin's count one too high is above its limit, which T2 names first. */
-            POKE(bin->count, bin->count + 1);
-            expect_named(bin->count > bin->limit ? "T2:" : "T3:", "a bin's count one too high");
+            /* A limit one too low: below the count of a full bin (T2), else reserving one
+             * block less than the cache counts (T3). */
+            POKE(bin->limit, bin->limit - 1);
+            expect_named(bin->count > bin->limit ? "T2:" : "T3:", "a bin's limit one too low");
             break;
-        case 4: POKE(bin->count, bin->count - 1); expect_named("T3:", "a bin's count one too low"); break;
+        case 4:
+            /* A limit one too high: past the bin's stretch of slots (T2), else reserving one
+             * block more than the cache counts (T3). */
+            POKE(bin->limit, bin->limit + 1);
+            expect_named(bin->limit > tc->bin_max[(unsigned)(bin - tc->bins)] ? "T2:" : "T3:",
+                         "a bin's limit one too high");
+            break;
         case 5: POKE(bin->count, bin->limit + 1); expect_named("T2:", "a bin above its limit"); break;
         case 6: POKE(tc->room, tc->room - 16); expect_named("T3:", "the cache's bytes miscounted"); break;
         default: POKE(tc->room, -1); expect_named("T3:", "the cache above its cap"); break;

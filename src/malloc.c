@@ -155,11 +155,10 @@ static inline void *malloc_impl(size_t size)
     if (RP_LIKELY(size - 1 < SMALL_REQUEST && RP_HOOK_PREFIX == 0)) {
         if (RP_LIKELY(tc != NULL)) {
             /* The block size of the request's class (class (size - 1) / 16, whose blocks
-             * count 16 * class + 32 bytes) gives both its bin and what it counts (T3). */
-            size_t bytes = ((size - 1) & ~(size_t)15) + 32;
-            rp_tc_bin *bin = rp_tc_small_bin_of_block(tc, bytes);
+             * have 16 * class + 32 bytes) gives its bin. */
+            rp_tc_bin *bin = rp_tc_small_bin_of_block(tc, ((size - 1) & ~(size_t)15) + 32);
             if (RP_LIKELY(bin->count != 0))
-                return rp_tc_pop_counted(tc, bin, bytes);
+                return rp_tc_pop_bin(bin);
             return malloc_cached(tc, size); /* the refill; the bin is not kept live for it */
         }
     } else if (tc != NULL && size <= TC_MAX_REQUEST)
@@ -240,10 +239,8 @@ static RP_NOINLINE void free_direct(void *p)
 static inline void free_span_block(rp_tcache *tc, void *p, size_t size)
 {
     rp_tc_bin *bin;
-    size_t bytes;
     if (RP_LIKELY(size <= RP_TC_SMALL_MAX)) {
-        bin = rp_tc_small_bin_of_block(tc, size);
-        bytes = size; /* the class of exactly this size (T3) */
+        bin = rp_tc_small_bin_of_block(tc, size); /* the class of exactly this size */
     } else {
         unsigned c = rp_tc_class_of_block(size);
         if (RP_UNLIKELY(c >= RP_TC_CLASSES)) {
@@ -251,14 +248,13 @@ static inline void free_span_block(rp_tcache *tc, void *p, size_t size)
             return;
         }
         bin = &tc->bins[c];
-        bytes = rp_tc_class_size(c);
     }
     uint64_t tag = rp_tc_tag(tc->key, p);
     if (RP_UNLIKELY(((const uint64_t *)p)[1] == tag)) {
         report_cached(p, "free");
         return;
     }
-    rp_tc_push_bin(tc, bin, p, tag, bytes);
+    rp_tc_push_bin(tc, bin, p, tag);
 }
 
 static void free_page_aligned(void *p);
@@ -374,9 +370,8 @@ static inline __attribute__((always_inline)) void free_examined(rp_tcache *tc, v
 static RP_NOINLINE void examine_one(rp_tcache *tc, void *p) { free_examined(tc, p); }
 
 /* Examines the first n collected frees of tc (T5 in thread_cache.h), in call order, as
- * examine_one does. The common case, a live small block not cached yet whose bin and the
- * cache have room, is done here, in place, with the cache's room kept in a register for the
- * batch; anything else goes to examine_one with the room written back first. examine_one may
+ * examine_one does. The common case, a live small block not cached yet whose bin is not
+ * full, is done here, in place; anything else goes to examine_one. examine_one may
  * call the report function, which may free memory itself and so overwrite tc->freed: the
  * entries not examined yet are copied out before the first such call. (Not before the loop:
  * the array was just written by 8-byte stores, and a wider copy would wait for them.) */
@@ -386,18 +381,16 @@ static RP_NOINLINE void examine_collected(rp_tcache *tc, uint32_t n)
     void *const *batch = tc->freed;
     tc->freed_n = 0;
     const uint64_t secret = tc->secret, key = tc->key;
-    ptrdiff_t room = tc->room;
     for (uint32_t i = 0; i < n; i++) {
         void *p = batch[i];
         uint32_t size;
         if (RP_LIKELY(rp_header_live(secret, rp_block_of_user(p), &size) && size <= RP_TC_SMALL_MAX)) {
-            rp_tc_bin *bin = rp_tc_small_bin_of_block(tc, size); /* bytes = size (T3) */
+            rp_tc_bin *bin = rp_tc_small_bin_of_block(tc, size);
             uint64_t tag = rp_tc_tag(key, p);
             size_t count = bin->count;
-            if (RP_LIKELY(((const uint64_t *)p)[1] != tag && count < bin->limit && room >= (ptrdiff_t)size)) {
-                room -= (ptrdiff_t)size;
+            if (RP_LIKELY(((const uint64_t *)p)[1] != tag && count < bin->limit)) {
                 bin->slots[count] = p;
-                bin->count = (uint32_t)(count + 1);
+                __atomic_store_n(&bin->count, (uint32_t)(count + 1), __ATOMIC_RELAXED);
                 ((uint64_t *)p)[1] = tag;
                 continue;
             }
@@ -406,11 +399,8 @@ static RP_NOINLINE void examine_collected(rp_tcache *tc, uint32_t n)
             memcpy(rest + i + 1, tc->freed + i + 1, (n - i - 1) * sizeof rest[0]);
             batch = rest;
         }
-        __atomic_store_n(&tc->room, room, __ATOMIC_RELAXED);
         examine_one(tc, p);
-        room = tc->room;
     }
-    __atomic_store_n(&tc->room, room, __ATOMIC_RELAXED);
 }
 
 void rp_malloc_free_collected(rp_tcache *tc)

@@ -86,11 +86,11 @@ static rp_tcache *tc_create(void)
     rp_heap *arena = rp_arena_for_thread();
     if (!arena)
         return NULL;
-    uint32_t limits[RP_TC_CLASSES];
+    uint16_t maxes[RP_TC_CLASSES];
     size_t slots = 0;
     for (unsigned c = 0; c < RP_TC_CLASSES; c++) {
-        limits[c] = bin_limit(rp_tc_class_size(c), cache_cap, RP_TC_LIMIT_MAX);
-        slots += limits[c];
+        maxes[c] = (uint16_t)bin_limit(rp_tc_class_size(c), cache_cap, RP_TC_LIMIT_MAX);
+        slots += maxes[c];
     }
     /* Mapped on its own (zeroed), not carved from the arena: the slot store (160 KiB at the
      * default cap) is written only as far as the bins fill, so a thread that caches little
@@ -107,12 +107,13 @@ static rp_tcache *tc_create(void)
     tc->arena = arena;
     tc->freed_limit = free_batch_limit;
     tc->slot_count = slots;
-    /* T2: the bins' stretches of slot_store, one after the other in class order. */
+    /* T2: the bins' stretches of slot_store, one after the other in class order. Every
+     * limit starts at 0 (nothing reserved, T3): a bin reserves room when it is first used. */
     void **next_slot = tc->slot_store;
     for (unsigned c = 0; c < RP_TC_CLASSES; c++) {
         tc->bins[c].slots = next_slot;
-        tc->bins[c].limit = limits[c];
-        next_slot += limits[c];
+        tc->bin_max[c] = maxes[c];
+        next_slot += maxes[c];
     }
     for (unsigned i = 0; i < RP_TC_PAGE_BINS; i++)
         tc->pbins[i].limit = bin_limit(page_bin_bytes(i), tc->cap, RP_TC_PAGE_SLOTS);
@@ -207,8 +208,7 @@ static void flush_tail(rp_tcache *tc, unsigned c, uint32_t keep)
     void *ptrs[RP_TC_LIMIT_MAX];
     memcpy(ptrs, bin->slots, n * sizeof(void *));
     memmove(bin->slots, bin->slots + n, keep * sizeof(void *));
-    bin->count = keep;
-    __atomic_store_n(&tc->room, tc->room + (ptrdiff_t)((size_t)n * rp_tc_class_size(c)), __ATOMIC_RELAXED);
+    __atomic_store_n(&bin->count, keep, __ATOMIC_RELAXED); /* the room stays reserved (T3) */
     __atomic_store_n(&tc->flushes, tc->flushes + 1, __ATOMIC_RELAXED);
     release_flushed(c, ptrs, n);
 }
@@ -229,29 +229,45 @@ static void flush_pages(rp_tcache *tc, unsigned i, uint32_t keep)
     }
     for (uint32_t k = 0; k < keep; k++)
         pb->slot[k] = pb->slot[n + k];
-    pb->count = keep;
+    __atomic_store_n(&pb->count, keep, __ATOMIC_RELAXED);
     __atomic_store_n(&tc->room, tc->room + (ptrdiff_t)(n * page_bin_bytes(i)), __ATOMIC_RELAXED);
     __atomic_store_n(&tc->flushes, tc->flushes + 1, __ATOMIC_RELAXED);
     release_blocks(ptrs, n);
+}
+
+/* Sets class bin c's limit (at most bin_max[c]); the room follows (T3). A bin holding more
+ * than a lower limit is flushed down to half of it first, so that what goes to the transfer
+ * cache is a batch worth taking back (a bin one block over its new limit would send a batch
+ * of one, and a refill would fetch it alone). */
+static void set_limit(rp_tcache *tc, unsigned c, uint32_t limit)
+{
+    rp_tc_bin *bin = &tc->bins[c];
+    if (bin->count > limit)
+        flush_tail(tc, c, limit / 2);
+    ptrdiff_t freed = ((ptrdiff_t)bin->limit - (ptrdiff_t)limit) * (ptrdiff_t)rp_tc_class_size(c);
+    bin->limit = limit;
+    __atomic_store_n(&tc->room, tc->room + freed, __ATOMIC_RELAXED);
 }
 
 void rp_tc_flush_all(rp_tcache *tc)
 {
     rp_malloc_free_collected(tc);
     for (unsigned c = 0; c < RP_TC_CLASSES; c++)
-        flush_tail(tc, c, 0);
+        set_limit(tc, c, 0);
     for (unsigned i = 0; i < RP_TC_PAGE_BINS; i++)
         flush_pages(tc, i, 0);
 }
 
-/* Halves the bin holding the most bytes (by nominal block size), whichever kind it is. */
-static void flush_fullest(rp_tcache *tc)
+/* Halves what counts most against the cap (T3), class bin `except` aside: the largest class
+ * bin reservation (its blocks above the new limit flushed) or the fullest page bin. 0 when
+ * nothing is left to halve. */
+static int halve_largest(rp_tcache *tc, unsigned except)
 {
     unsigned best = 0, best_is_page = 0;
     size_t best_bytes = 0;
     for (unsigned c = 0; c < RP_TC_CLASSES; c++) {
-        size_t b = (size_t)tc->bins[c].count * rp_tc_class_size(c); /* what they count (T3) */
-        if (b > best_bytes) {
+        size_t b = (size_t)tc->bins[c].limit * rp_tc_class_size(c);
+        if (b > best_bytes && c != except) {
             best_bytes = b;
             best = c;
             best_is_page = 0;
@@ -265,19 +281,51 @@ static void flush_fullest(rp_tcache *tc)
             best_is_page = 1;
         }
     }
+    if (best_bytes == 0)
+        return 0;
     if (best_is_page)
         flush_pages(tc, best, tc->pbins[best].count / 2);
     else
-        flush_tail(tc, best, tc->bins[best].count / 2);
+        set_limit(tc, best, tc->bins[best].limit / 2);
+    return 1;
 }
 
-/* Makes room for `bytes` more under the cap: halves the fullest bins (a few rounds at most).
- * Returns 1 if they fit now. */
-static int make_room(rp_tcache *tc, size_t bytes)
+/* Makes room for `bytes` more under the cap, at the expense of every class bin but `except`
+ * (RP_TC_CLASSES: none spared): halves the largest a few times at most. 1 if they fit now. */
+static int make_room(rp_tcache *tc, size_t bytes, unsigned except)
 {
-    for (int round = 0; round < 4 && tc->room < (ptrdiff_t)bytes && (size_t)tc->room < tc->cap; round++)
-        flush_fullest(tc);
+    for (int round = 0; round < 8 && tc->room < (ptrdiff_t)bytes; round++)
+        if (!halve_largest(tc, except))
+            break;
     return tc->room >= (ptrdiff_t)bytes;
+}
+
+/* The limit class bin c grows to when it is full or misses: double (RP_TC_FIRST_LIMIT for a
+ * bin not used yet), at most bin_max[c]. So a bin's reservation follows how far its count
+ * swings, and a program that touches many classes a little does not reserve the cap. */
+static uint32_t grown_limit(const rp_tcache *tc, unsigned c)
+{
+    uint32_t max = tc->bin_max[c], limit = tc->bins[c].limit;
+    uint32_t want = limit ? 2 * limit : RP_TC_FIRST_LIMIT;
+    return want < max ? want : max;
+}
+
+/* Raises class bin c's limit towards grown_limit, as far as the room allows after making
+ * room from the other bins. */
+static void grow_limit(rp_tcache *tc, unsigned c)
+{
+    uint32_t limit = tc->bins[c].limit, want = grown_limit(tc, c);
+    if (want <= limit)
+        return;
+    size_t cs = rp_tc_class_size(c);
+    int saved = errno; /* flushing may trim a heap, which may set it */
+    make_room(tc, (want - limit) * cs, c);
+    errno = saved;
+    size_t fits = tc->room > 0 ? (size_t)tc->room / cs : 0; /* slow path: a division is fine */
+    if (fits < want - limit)
+        want = limit + (uint32_t)fits;
+    if (want > limit)
+        set_limit(tc, c, want);
 }
 
 static void push_slow(rp_tcache *tc, void *p, unsigned c);
@@ -290,17 +338,15 @@ void rp_tc_push_slow(rp_tcache *tc, void *p, unsigned c)
     errno = saved;
 }
 
+/* The bin is full: it grows if it may, else its older half is flushed. A bin that can
+ * reserve no room at all (limit 0) sends p back to its heap. */
 static void push_slow(rp_tcache *tc, void *p, unsigned c)
 {
     rp_tc_bin *bin = &tc->bins[c];
-    size_t bytes = rp_tc_class_size(c);
-    if (bin->limit == 0 || bytes > tc->cap) {
-        rp_free(p);
-        return;
-    }
+    grow_limit(tc, c);
     if (bin->count >= bin->limit)
         flush_tail(tc, c, bin->count / 2);
-    if (!make_room(tc, bytes) || bin->count >= bin->limit) {
+    if (bin->count >= bin->limit) {
         rp_free(p);
         return;
     }
@@ -317,7 +363,7 @@ int rp_tc_page_push_slow(rp_tcache *tc, void *p, rp_page *d)
     int saved = errno; /* free() keeps errno; trimming the heap may set it */
     if (pb->count >= pb->limit)
         flush_pages(tc, i, pb->count / 2);
-    int room = make_room(tc, bytes) && pb->count < pb->limit;
+    int room = make_room(tc, bytes, RP_TC_CLASSES) && pb->count < pb->limit;
     errno = saved;
     return room ? rp_tc_page_push_fast(tc, p, d) : 0;
 }
@@ -341,37 +387,36 @@ void *rp_tc_refill(rp_tcache *tc, unsigned c, size_t size, size_t align)
      * refilled in batches. */
     if (rp_wants_pages(tc->arena, cs - RP_USER_OFFSET - RP_HOOK_SUFFIX, align))
         return rp_alloc(tc->arena, size, align);
-    /* A cache at its cap makes room for a batch first, from its fullest bins: otherwise a
-     * cache that filled up with blocks of some classes (a consumer's, with the classes it
-     * frees) would serve every miss in the others by a direct allocation under the heap
-     * lock, and keep the blocks it does not need. */
-    size_t batch = bin->limit < RP_XFER_BATCH ? bin->limit : RP_XFER_BATCH;
-    if (tc->room < (ptrdiff_t)(batch * cs)) {
-        int saved = errno; /* flushing may trim a heap, which may set it */
-        make_room(tc, batch * cs);
-        errno = saved;
-    }
-    /* A batch that other threads flushed back to this thread's arena: O(1), no heap lock,
-     * and no block's memory read. Any block of the class fits a request of the minimum
-     * alignment. */
-    rp_xfer *x = rp_xfer_of(tc->arena);
-    if (x && bin->count == 0 && align <= RP_MIN_ALIGN && tc->room > 0) {
-        size_t got = rp_xfer_take(x, c, bin->limit, (size_t)tc->room, bin->slots);
-        if (got) {
-            note_near_region(tc, bin->slots[0]);
-            bin->count = (uint32_t)got;
-            __atomic_store_n(&tc->room, tc->room - (ptrdiff_t)(got * cs), __ATOMIC_RELAXED);
-            __atomic_store_n(&tc->refills, tc->refills + 1, __ATOMIC_RELAXED);
-            return rp_tc_pop(tc, c);
-        }
-    }
+    /* A miss grows the bin (making room from the other bins if it must: otherwise a cache
+     * whose room went to some classes, a consumer's with the classes it frees, would serve
+     * every miss in the others by a direct allocation under the heap lock); the batch is
+     * half the bin. */
+    grow_limit(tc, c);
     size_t n = bin->limit / 2;
     if (n > RP_TC_BATCH_MAX)
         n = RP_TC_BATCH_MAX;
     if (n > (size_t)(bin->limit - bin->count))
         n = bin->limit - bin->count;
-    while (n && (ptrdiff_t)(n * cs) > tc->room)
-        n >>= 1;
+    /* A batch that other threads flushed back to this thread's arena: O(1), no heap lock,
+     * and no block's memory read. Any block of the class fits a request of the minimum
+     * alignment. */
+    rp_xfer *x = rp_xfer_of(tc->arena);
+    if (x && bin->count == 0 && align <= RP_MIN_ALIGN) {
+        /* A batch larger than the bin's limit is taken if the room covers the difference
+         * (the limit then grows to it). */
+        size_t most = bin->limit + (tc->room > 0 ? (size_t)tc->room / cs : 0);
+        if (most > tc->bin_max[c])
+            most = tc->bin_max[c];
+        size_t got = rp_xfer_take(x, c, most, most * cs, bin->slots);
+        if (got) {
+            if (got > bin->limit)
+                set_limit(tc, c, (uint32_t)got);
+            note_near_region(tc, bin->slots[0]);
+            __atomic_store_n(&bin->count, (uint32_t)got, __ATOMIC_RELAXED);
+            __atomic_store_n(&tc->refills, tc->refills + 1, __ATOMIC_RELAXED);
+            return rp_tc_pop(tc, c);
+        }
+    }
     if (n == 0)
         return rp_alloc(tc->arena, size, align);
     void *blocks[RP_TC_BATCH_MAX + 1];
@@ -413,7 +458,11 @@ void rp_tc_totals(size_t *caches, size_t *bytes, uint64_t *refills, uint64_t *fl
     fl = retired_flushes;
     for (rp_tcache *tc = all_caches; tc; tc = tc->next) {
         n++;
-        by += tc->cap - (size_t)__atomic_load_n(&tc->room, __ATOMIC_RELAXED);
+        /* What the caches hold (the room counts what the class bins reserve). */
+        for (unsigned c = 0; c < RP_TC_CLASSES; c++)
+            by += (size_t)__atomic_load_n(&tc->bins[c].count, __ATOMIC_RELAXED) * rp_tc_class_size(c);
+        for (unsigned i = 0; i < RP_TC_PAGE_BINS; i++)
+            by += (size_t)__atomic_load_n(&tc->pbins[i].count, __ATOMIC_RELAXED) * page_bin_bytes(i);
         rf += __atomic_load_n(&tc->refills, __ATOMIC_RELAXED);
         fl += __atomic_load_n(&tc->flushes, __ATOMIC_RELAXED);
     }
@@ -488,12 +537,15 @@ int rp_tc_check(rp_tcache *tc, char *why, size_t len)
     void **expect = tc->slot_store;
     for (unsigned c = 0; c < RP_TC_CLASSES; c++) {
         const rp_tc_bin *bin = &tc->bins[c];
-        if (bin->slots != expect || (size_t)(expect - tc->slot_store) + bin->limit > tc->slot_count)
+        if (bin->slots != expect || (size_t)(expect - tc->slot_store) + tc->bin_max[c] > tc->slot_count)
             return rp_why(why, len, "T2: bin %u's slots are not its own stretch of the cache's slot array", c);
         if (bin->count > bin->limit)
             return rp_why(why, len, "T2: bin %u holds %u blocks, above its limit %u", c, bin->count, bin->limit);
-        expect += bin->limit;
-        counted += (size_t)bin->count * rp_tc_class_size(c);
+        if (bin->limit > tc->bin_max[c])
+            return rp_why(why, len, "T2: bin %u's limit %u is above its stretch of %u slots", c, bin->limit,
+                          tc->bin_max[c]);
+        expect += tc->bin_max[c];
+        counted += (size_t)bin->limit * rp_tc_class_size(c);
         listed += bin->count;
     }
     for (unsigned i = 0; i < RP_TC_PAGE_BINS; i++) {
@@ -516,11 +568,11 @@ int rp_tc_check(rp_tcache *tc, char *why, size_t len)
                           tc->freed[k]);
     }
     if (tc->room < 0)
-        return rp_why(why, len, "T3: the cache holds %zu bytes, above its cap of %zu", tc->cap - (size_t)tc->room,
+        return rp_why(why, len, "T3: the cache counts %zu bytes, above its cap of %zu", tc->cap - (size_t)tc->room,
                       tc->cap);
     if (counted != tc->cap - (size_t)tc->room)
-        return rp_why(why, len, "T3: the cache counts %zu bytes, its bins hold %zu", tc->cap - (size_t)tc->room,
-                      counted);
+        return rp_why(why, len, "T3: the cache counts %zu bytes, its bins reserve and hold %zu",
+                      tc->cap - (size_t)tc->room, counted);
     /* T1: every cached block, and none twice (a table of the blocks seen). */
     size_t slots = 1024;
     while (slots < 2 * (listed + 1))

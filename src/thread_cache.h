@@ -19,11 +19,16 @@
  *     that a block is already cached (double free, whichever thread cached it), with a
  *     false-positive chance of 2^-64. It is only ever written (free) and cleared (malloc),
  *     never trusted: nothing is taken from a block's memory.
- *     Every block of bin c counts class_size(c) bytes against the cap (so that malloc need
- *     not read its size). A freed block of up to 1 KiB goes to the bin of exactly
- *     its size; a larger one to its floor class, up to 1/8 larger (size_class.h); the last
- *     block of a refill batch may have 16 bytes more than its class (a remainder too small to
- *     split). So the blocks of a cache hold at most about 1.125 * cap bytes.
+ *     A class bin's limit is a reservation against the cap: the bin may hold up to limit
+ *     blocks, and limit * class_size(c) bytes count against the cap whether it holds them or
+ *     not. So neither malloc nor free counts bytes: each only compares the bin's count (free
+ *     with its limit), and limits change only on the slow paths (a refill or a full bin
+ *     grows its bin's limit, up to bin_max[c], taking room; room runs short, and the largest
+ *     reservations are halved, their blocks above the new limit flushed). A freed block of
+ *     up to 1 KiB goes to the bin of exactly its size; a larger one to its floor class, up to
+ *     1/8 larger (size_class.h); the last block of a refill batch may have 16 bytes more than
+ *     its class (a remainder too small to split). So the blocks of a cache hold at most about
+ *     1.125 * cap bytes.
  *   page bins (pbins[n-1]): whole-page blocks of the page tier of n pages (1 .. 16, user
  *     pointer at the first page), with their page descriptors, so neither free nor malloc
  *     touches the block's memory (often cold: each block is a page of its own). The page
@@ -34,10 +39,11 @@
  *       (at most RP_TC_MAX_CACHED_BLOCK) carrying its tag; every block in page bin n-1 is a
  *       live page-tier block of an arena of exactly n pages, user pointer at its first page,
  *       with RP_PAGEF_CACHED set; no block is cached twice;
- *   T2  bins[c].slots is bin c's own stretch of slot_store, limit slots long (the bins'
- *       stretches follow each other in class order); every bin's count <= its limit;
- *   T3  cap - room is the sum over the bins of count * class_size(c) (class bins) and
- *       count * pages (page bins), and room >= 0;
+ *   T2  bins[c].slots is bin c's own stretch of slot_store, bin_max[c] slots long (the
+ *       bins' stretches follow each other in class order); every class bin's
+ *       count <= limit <= bin_max[c], every page bin's count <= its limit;
+ *   T3  cap - room is the sum of limit * class_size(c) over the class bins (reserved) and
+ *       of count * pages over the page bins (held), and room >= 0;
  *   T4  a block outside every cache (thread caches and the arenas' transfer caches,
  *       transfer_cache.h) carries neither its tag nor RP_PAGEF_CACHED (malloc clears them
  *       when it hands a block out, a flush before the block goes back to its heap).
@@ -64,7 +70,7 @@
  * region only decides when a pointer is examined, never how, so a stale one (released
  * since, or never set: near_len 0) costs at most speed. It changes only at a refill, which
  * comes after the batch was examined: so T5's "outside the near region" holds.
- * Bounded memory: a thread holds at most cap bytes by T3's count (option cache_bytes); an
+ * Bounded memory: a thread holds at most cap bytes by T3 (option cache_bytes); an
  * exiting thread's cache goes back to the heaps (pthread key destructor); after fork(), the
  * child keeps only the forking thread's cache (the others' blocks stay allocated: their
  * threads are gone and their bins may have been mid-update). All operations are O(1) or O(batch size). */
@@ -80,20 +86,23 @@
 
 #define RP_TC_BATCH_MAX 64   /* blocks per refill */
 #define RP_TC_LIMIT_MAX 256  /* blocks per bin */
+#define RP_TC_FIRST_LIMIT 16 /* a class bin's limit when it is first used (T3: it grows) */
 #define RP_TC_PAGE_BINS 16   /* page-tier blocks of 1 .. 16 pages */
 #define RP_TC_PAGE_SLOTS 16  /* blocks per page bin */
 #define RP_TC_FREED_MAX 64   /* most frees collected before they are examined (T5) */
 
-/* What a block counts against the cap is its class size (T3), computed, not stored, so count
- * and limit have 32 bits each (no widening of a 16-bit count on the hot paths). */
+/* 16 bytes, so that free finds a small block's bin from its size alone (rp_tc_small_bin_of_block);
+ * count and limit have 32 bits each (no widening of a 16-bit count on the hot paths). */
 typedef struct rp_tc_bin {
     void **slots;    /* T2: slots[0 .. count-1] hold the cached blocks, the last one freed on top */
-    uint32_t count;  /* T2 */
-    uint32_t limit;  /* most blocks this bin holds before its older half is flushed */
+    uint32_t count;  /* T2; written by the owner (relaxed atomic), read by stats */
+    uint32_t limit;  /* T2, T3: the blocks this bin has reserved room for; a free into a full
+                        bin grows it or flushes the bin's older half */
 } rp_tc_bin;
 
 typedef struct rp_tc_pbin {
-    uint32_t count; /* slot[0 .. count-1] hold blocks, the last one freed on top */
+    uint32_t count; /* slot[0 .. count-1] hold blocks, the last one freed on top; written by
+                       the owner (relaxed atomic), read by stats */
     uint32_t limit; /* <= RP_TC_PAGE_SLOTS */
     struct {
         void *p;    /* user pointer */
@@ -104,9 +113,8 @@ typedef struct rp_tc_pbin {
 typedef struct rp_tcache {
     uint64_t key;            /* the process's cache key (copied for locality) */
     uint64_t secret;         /* the arenas' block-check secret (A3 in arena.h) */
-    ptrdiff_t room;          /* T3: bytes that may still be cached (cap - bytes held); one
-                                field for free's fast path to test. Written by the owner
-                                (relaxed atomic), read by stats */
+    ptrdiff_t room;          /* T3: bytes not reserved by a class bin nor held by a page
+                                bin. Written by the owner (relaxed atomic), read by stats */
     size_t cap;              /* option cache_bytes (0: nothing is ever cached) */
     rp_heap *arena;          /* where refills and direct allocations come from */
     size_t map_bytes;        /* the cache's own mapping (header and slot store) */
@@ -120,7 +128,8 @@ typedef struct rp_tcache {
     uint64_t refills;        /* slow-path counters, relaxed atomic */
     uint64_t flushes;
     struct rp_tcache *next, *prev; /* list of all caches (stats, fork) */
-    size_t slot_count;       /* length of slot_store: the sum of the class bins' limits */
+    size_t slot_count;       /* length of slot_store: the sum of bin_max */
+    uint16_t bin_max[RP_TC_CLASSES]; /* T2: the most blocks class bin c may ever hold */
     void *slot_store[];      /* the class bins' slots (T2) */
 } rp_tcache;
 
@@ -152,44 +161,37 @@ static inline void *rp_tc_top(const rp_tcache *tc, unsigned c)
     return bin->count ? bin->slots[bin->count - 1] : NULL;
 }
 
-/* Hands out the top block of a non-empty bin of blocks counting `bytes` each (its class
- * size, T3): reads the bin and the slot, writes the block's word 1 (its tag is cleared, T4)
- * without reading the block. */
-static inline void *rp_tc_pop_counted(rp_tcache *tc, rp_tc_bin *bin, size_t bytes)
+/* Hands out the top block of a non-empty class bin: reads the bin and the slot, writes the
+ * block's word 1 (its tag is cleared, T4) without reading the block. Nothing is counted: the
+ * room stays reserved for the bin (T3). */
+static inline void *rp_tc_pop_bin(rp_tc_bin *bin)
 {
     size_t n = (size_t)bin->count - 1;
     uint64_t *w = (uint64_t *)bin->slots[n];
-    bin->count = (uint32_t)n;
-    __atomic_store_n(&tc->room, tc->room + (ptrdiff_t)bytes, __ATOMIC_RELAXED);
+    __atomic_store_n(&bin->count, (uint32_t)n, __ATOMIC_RELAXED);
     w[1] = 0; /* T4 */
     return w;
 }
 
-/* The top block of non-empty class bin c, handed out (rp_tc_pop_counted). */
-static inline void *rp_tc_pop(rp_tcache *tc, unsigned c)
-{
-    return rp_tc_pop_counted(tc, &tc->bins[c], rp_tc_class_size(c));
-}
+/* The top block of non-empty class bin c, handed out (rp_tc_pop_bin). */
+static inline void *rp_tc_pop(rp_tcache *tc, unsigned c) { return rp_tc_pop_bin(&tc->bins[c]); }
 
-/* Slow path of rp_tc_push: the bin is full or the cache is at its cap. */
+/* Slow path of rp_tc_push: the bin is full (at its limit, which may grow). */
 void rp_tc_push_slow(rp_tcache *tc, void *p, unsigned c);
 
 /* Caches the span block p (user pointer) in bin (its size's floor class's); tag =
- * rp_tc_tag(tc->key, p), which the caller has computed for its double-free check; bytes =
- * the bin's class size, which free's fast path knows without computing it (a small block's
- * bin has the block's own size). */
-static inline void rp_tc_push_bin(rp_tcache *tc, rp_tc_bin *bin, void *p, uint64_t tag, size_t bytes)
+ * rp_tc_tag(tc->key, p), which the caller has computed for its double-free check. The bin's
+ * limit is all it tests: the room is reserved already (T3). */
+static inline void rp_tc_push_bin(rp_tcache *tc, rp_tc_bin *bin, void *p, uint64_t tag)
 {
-    ptrdiff_t room = tc->room - (ptrdiff_t)bytes;
     size_t n = bin->count;
-    if (RP_UNLIKELY(n >= bin->limit || room < 0)) {
+    if (RP_UNLIKELY(n >= bin->limit)) {
         rp_tc_push_slow(tc, p, (unsigned)(bin - tc->bins));
         return;
     }
     bin->slots[n] = p;
-    bin->count = (uint32_t)(n + 1);
+    __atomic_store_n(&bin->count, (uint32_t)(n + 1), __ATOMIC_RELAXED);
     ((uint64_t *)p)[1] = tag;
-    __atomic_store_n(&tc->room, room, __ATOMIC_RELAXED);
 }
 
 /* The bin of a span block of size bytes (a multiple of 16, at most RP_TC_SMALL_MAX): the
@@ -204,7 +206,7 @@ static inline rp_tc_bin *rp_tc_small_bin_of_block(rp_tcache *tc, size_t size)
 /* Caches the span block p in class bin c (p's floor class). */
 static inline void rp_tc_push(rp_tcache *tc, void *p, unsigned c)
 {
-    rp_tc_push_bin(tc, &tc->bins[c], p, rp_tc_tag(tc->key, p), rp_tc_class_size(c));
+    rp_tc_push_bin(tc, &tc->bins[c], p, rp_tc_tag(tc->key, p));
 }
 
 /* Miss in class bin c for a request of size bytes aligned to align (16, or a power of two
@@ -225,7 +227,7 @@ static inline void *rp_tc_page_pop(rp_tcache *tc, size_t npages, size_t align)
     if ((uintptr_t)p & (align - 1))
         return NULL;
     rp_page *d = pb->slot[pb->count - 1].d;
-    pb->count--;
+    __atomic_store_n(&pb->count, pb->count - 1, __ATOMIC_RELAXED);
     __atomic_store_n(&d->flags, (uint8_t)(d->flags & ~RP_PAGEF_CACHED), __ATOMIC_RELAXED); /* T4 */
     __atomic_store_n(&tc->room, tc->room + (ptrdiff_t)(npages << RP_PAGE_SHIFT), __ATOMIC_RELAXED);
     return p;
@@ -248,7 +250,7 @@ static inline int rp_tc_page_push_fast(rp_tcache *tc, void *p, rp_page *d)
     __atomic_store_n(&d->flags, (uint8_t)(d->flags | RP_PAGEF_CACHED), __ATOMIC_RELAXED);
     pb->slot[n].p = p;
     pb->slot[n].d = d;
-    pb->count = n + 1;
+    __atomic_store_n(&pb->count, n + 1, __ATOMIC_RELAXED);
     __atomic_store_n(&tc->room, room, __ATOMIC_RELAXED);
     return 1;
 }

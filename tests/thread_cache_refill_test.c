@@ -14,6 +14,7 @@
 
 #include "rampart.h"
 #include "rampart_malloc.h"
+#include "src/span.h"
 #include "src/thread_cache.h"
 #include "testing.h"
 
@@ -108,8 +109,87 @@ static void test_cache_mapped_apart(void)
            "%zu of %zu pages resident", seen.resident_pages, seen.mapped_pages);
 }
 
+/* The bytes the class bins reserve (T3: their limits times their class sizes). */
+static size_t reserved_bytes(const rp_tcache *tc)
+{
+    size_t sum = 0;
+    for (unsigned c = 0; c < RP_TC_CLASSES; c++)
+        sum += (size_t)tc->bins[c].limit * rp_tc_class_size(c);
+    return sum;
+}
+
+/* Class bins reserve room against the cap (T3 in thread_cache.h): nothing after a flush, a
+ * first limit on first use, more as a bin fills, up to its most; malloc and free of cached
+ * blocks count nothing; a bin that needs room takes it by halving the largest reservations,
+ * and the reservations never pass the cap. */
+static void test_bins_reserve_room(void)
+{
+    free(malloc(1));
+    rp_malloc_thread_flush();
+    rp_tcache *tc = rp_tc_self;
+    REQUIRE(tc && tc->cap == ((size_t)1 << 20));
+    CHECKF(reserved_bytes(tc) == 0 && (size_t)tc->room == tc->cap, "after a flush: %zu reserved, room %td",
+           reserved_bytes(tc), tc->room);
+
+    /* First use: the bin of 112-byte blocks reserves its first limit. */
+    unsigned c = rp_tc_class_of_block(112);
+    size_t cs = rp_tc_class_size(c);
+    REQUIRE(cs == 112);
+    free(malloc(96));
+    CHECKF(tc->bins[c].limit == RP_TC_FIRST_LIMIT, "limit %u after one malloc/free", tc->bins[c].limit);
+    CHECK((size_t)tc->room == tc->cap - RP_TC_FIRST_LIMIT * cs);
+
+    /* Pairs on cached blocks leave the room alone. */
+    ptrdiff_t room = tc->room;
+    for (int i = 0; i < 1000; i++) {
+        void *p = malloc(96);
+        REQUIRE(p);
+        free(p);
+    }
+    CHECKF(tc->room == room, "room %td after 1000 pairs, %td before", tc->room, room);
+
+    /* Filling the bin grows it up to its most (doubling), then flushes its older half. */
+    static void *ps[600];
+    for (int i = 0; i < 600; i++)
+        REQUIRE(ps[i] = malloc(96));
+    rp_malloc_stats_t a, b;
+    REQUIRE(rp_malloc_stats(&a) == 0);
+    for (int i = 0; i < 600; i++)
+        free(ps[i]);
+    REQUIRE(rp_malloc_stats(&b) == 0);
+    CHECKF(tc->bins[c].limit == tc->bin_max[c] && tc->bin_max[c] == RP_TC_LIMIT_MAX, "limit %u, most %u",
+           tc->bins[c].limit, tc->bin_max[c]);
+    CHECK(b.flushes > a.flushes && tc->bins[c].count <= tc->bins[c].limit);
+    char why[256];
+    CHECKF(rp_malloc_check(why, sizeof why) == 0, "%s", why);
+
+    /* Six bins of 16 KiB-class blocks, each filled to its most (a quarter of the cap): their
+     * reservations cannot all stand, so each bin that grows halves the largest others. */
+    static void *big[6][64];
+    size_t sizes[6] = {12000, 14000, 16000, 20000, 24000, 28000};
+    for (int k = 0; k < 6; k++) {
+        for (int i = 0; i < 64; i++)
+            REQUIRE(big[k][i] = malloc(sizes[k]));
+        for (int i = 0; i < 64; i++)
+            free(big[k][i]);
+        unsigned bc = rp_tc_class_of_need(rp_span_block_need(sizes[k]));
+        CHECKF(reserved_bytes(tc) <= tc->cap && tc->room >= 0, "reserved %zu, room %td", reserved_bytes(tc),
+               tc->room);
+        CHECKF((size_t)tc->bins[bc].limit * rp_tc_class_size(bc) >= tc->cap / 8,
+               "the bin just filled (%zu-byte blocks) reserves only %u blocks", rp_tc_class_size(bc),
+               tc->bins[bc].limit);
+        CHECKF(rp_malloc_check(why, sizeof why) == 0, "%s", why);
+    }
+    /* The first of them, the largest reservation when the fifth needed room, gave up half. */
+    unsigned first = rp_tc_class_of_need(rp_span_block_need(sizes[0]));
+    CHECKF(tc->bins[first].limit < tc->bin_max[first], "limit %u of %u", tc->bins[first].limit, tc->bin_max[first]);
+    rp_malloc_thread_flush();
+    CHECK(reserved_bytes(tc) == 0 && (size_t)tc->room == tc->cap);
+}
+
 int main(void)
 {
+    test_bins_reserve_room();
     test_cache_mapped_apart();
     test_full_cache_refills_in_batches();
     TEST_MAIN_END();
