@@ -300,6 +300,9 @@ static int make_room(rp_tcache *tc, size_t bytes, unsigned except)
     return tc->room >= (ptrdiff_t)bytes;
 }
 
+/* How many more blocks of cs bytes the room could reserve (a slow-path division). */
+static size_t room_for_blocks(const rp_tcache *tc, size_t cs) { return tc->room > 0 ? (size_t)tc->room / cs : 0; }
+
 /* The limit class bin c grows to when it is full or misses: double (RP_TC_FIRST_LIMIT for a
  * bin not used yet), at most bin_max[c]. So a bin's reservation follows how far its count
  * swings, and a program that touches many classes a little does not reserve the cap. */
@@ -321,7 +324,7 @@ static void grow_limit(rp_tcache *tc, unsigned c)
     int saved = errno; /* flushing may trim a heap, which may set it */
     make_room(tc, (want - limit) * cs, c);
     errno = saved;
-    size_t fits = tc->room > 0 ? (size_t)tc->room / cs : 0; /* slow path: a division is fine */
+    size_t fits = room_for_blocks(tc, cs);
     if (fits < want - limit)
         want = limit + (uint32_t)fits;
     if (want > limit)
@@ -404,7 +407,7 @@ void *rp_tc_refill(rp_tcache *tc, unsigned c, size_t size, size_t align)
     if (x && bin->count == 0 && align <= RP_MIN_ALIGN) {
         /* A batch larger than the bin's limit is taken if the room covers the difference
          * (the limit then grows to it). */
-        size_t most = bin->limit + (tc->room > 0 ? (size_t)tc->room / cs : 0);
+        size_t most = bin->limit + room_for_blocks(tc, cs);
         if (most > tc->bin_max[c])
             most = tc->bin_max[c];
         size_t got = rp_xfer_take(x, c, most, most * cs, bin->slots);
