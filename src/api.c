@@ -14,14 +14,15 @@
 #include "tier.h"
 
 /* *zero (when not NULL) tells whether the block reads as zeros beyond what rp_hook_alloc
- * wrote (rp_hook_alloc_written): a page-tier block made of fresh pages. */
-static void *core_alloc(rp_heap *h, size_t size, size_t align, rp_fault *f, int *zero)
+ * wrote (rp_hook_alloc_written): a page-tier block made of fresh pages. A large block gets a
+ * mapping of its own from mapped_from bytes (mapped_block.h). */
+static void *core_alloc(rp_heap *h, size_t size, size_t align, size_t mapped_from, rp_fault *f, int *zero)
 {
     if (zero)
         *zero = 0;
     if (rp_wants_pages(h, size, align)) {
         size_t usable;
-        void *p = rp_large_alloc(h, size, align, &usable, zero);
+        void *p = rp_large_alloc(h, size, align, mapped_from, &usable, zero);
         if (p)
             rp_hook_alloc(h, p, size, usable, align, f);
         return p;
@@ -58,7 +59,7 @@ static void *alloc_entry(rp_heap *h, size_t size, size_t align, int *zero)
     rp_fault f;
     f.kind = 0;
     rp_lock_acquire(&h->lock);
-    void *p = core_alloc(h, size, align, &f, zero);
+    void *p = core_alloc(h, size, align, h->mapped_block_bytes, &f, zero);
     rp_lock_release(&h->lock);
     if (RP_UNLIKELY(f.kind))
         rp_report_fault(&f);
@@ -381,7 +382,9 @@ void *rp_realloc(rp_heap *h, void *p, size_t size)
             q = p;
             goto out;
         }
-        q = core_alloc(owner, size, loc.align, &f, NULL);
+        /* A buffer that outgrew its place: the next one may be a mapping of its own, which
+         * later moves take without a copy (mapped_block.h). */
+        q = core_alloc(owner, size, loc.align, owner->realloc_mapped_bytes, &f, NULL);
         if (q) {
             memcpy(q, p, old_usable < size ? old_usable : size);
             core_free(owner, p, &loc, &f);

@@ -347,6 +347,7 @@ static rp_heap *heap_new(const rp_heap_config *cfg, int is_default)
     h->max_bytes = cfg->max_bytes;
     h->mapped_block_bytes = cfg->mapped_block_bytes ? cfg->mapped_block_bytes : RP_DEFAULT_MAPPED_BLOCK;
     h->mapped_block_adapts = cfg->mapped_block_bytes == 0;
+    h->realloc_mapped_bytes = h->mapped_block_adapts ? RP_DEFAULT_REALLOC_MAPPED : h->mapped_block_bytes;
     size_t region = cfg->region_bytes ? cfg->region_bytes : RP_DEFAULT_REGION;
     h->next_region_pages = (size_t)1 << rp_ceil_log2((region + RP_PAGE_SIZE - 1) >> RP_PAGE_SHIFT);
     h->span_pages = RP_SPAN_BYTES >> RP_PAGE_SHIFT;

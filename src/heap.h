@@ -17,6 +17,7 @@
 #define RP_DEFAULT_LARGE_THRESHOLD ((size_t)64 << 10)
 #define RP_DEFAULT_RETAIN ((size_t)32 << 20)
 #define RP_DEFAULT_MAPPED_BLOCK ((size_t)32 << 20) /* rp_heap_config.mapped_block_bytes */
+#define RP_DEFAULT_REALLOC_MAPPED ((size_t)4 << 20) /* its counterpart for blocks realloc moves */
 #define RP_MAX_PURGE_DELAY_MS 3600000u /* rp_heap_config.purge_delay_ms */
 #define RP_DEFAULT_REGION ((size_t)4 << 20)
 #define RP_MAX_REGION ((size_t)256 << 20)  /* regions grow geometrically up to this */
@@ -56,6 +57,7 @@ struct rp_heap {
     uint32_t purge_delay_ms;   /* 0: free pages above retain_bytes go back at once */
     size_t max_bytes;
     size_t mapped_block_bytes; /* large blocks from this size get a mapping (mapped_block.h) */
+    size_t realloc_mapped_bytes; /* ... and blocks realloc moves, from this size (mapped_block.h) */
     int mapped_block_adapts;   /* the default threshold: raised by frees (mapped_block.h) */
     size_t span_pages;         /* preferred span size in pages */
     char name[32];

@@ -13,7 +13,7 @@ static inline size_t lead_bytes(size_t align)
     return align > RP_PAGE_SIZE ? align : RP_PAGE_SIZE;
 }
 
-void *rp_large_alloc(rp_heap *h, size_t size, size_t align, size_t *usable, int *zero)
+void *rp_large_alloc(rp_heap *h, size_t size, size_t align, size_t mapped_from, size_t *usable, int *zero)
 {
     size_t lead = lead_bytes(align);
     size_t bytes = lead + size + RP_HOOK_SUFFIX;
@@ -24,7 +24,7 @@ void *rp_large_alloc(rp_heap *h, size_t size, size_t align, size_t *usable, int 
         npages = 1;
     unsigned align_order = align > RP_PAGE_SIZE ? rp_fls(align) - RP_PAGE_SHIFT : 0;
     rp_page *d = NULL;
-    if (rp_mapped_block_wanted(h, bytes, align)) {
+    if (rp_mapped_block_wanted(h, bytes, align, mapped_from)) {
         d = rp_mapped_block_map(h, npages);
         if (d) { /* a mapping of its own (mapped_block.h): fresh pages, rounded up to 2 MiB */
             npages = d->npages;

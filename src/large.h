@@ -9,10 +9,11 @@
 
 #include "heap.h"
 
-/* Allocates a large block; NULL when out of memory. *usable receives its usable bytes, and
- * *zero (when not NULL) 1 if every page of the block reads as zeros (none was resident since
- * the OS gave or took it back: fresh memory), else 0. */
-void *rp_large_alloc(rp_heap *h, size_t size, size_t align, size_t *usable, int *zero);
+/* Allocates a large block, with a mapping of its own (mapped_block.h) from mapped_from
+ * bytes; NULL when out of memory. *usable receives its usable bytes, and *zero (when not
+ * NULL) 1 if every page of the block reads as zeros (none was resident since the OS gave or
+ * took it back: fresh memory), else 0. */
+void *rp_large_alloc(rp_heap *h, size_t size, size_t align, size_t mapped_from, size_t *usable, int *zero);
 
 /* Frees the large block whose head descriptor is d. */
 void rp_large_release(rp_heap *h, rp_page *d);

@@ -103,9 +103,12 @@ void rp_mapped_block_unmap(rp_heap *h, rp_page *d)
      * threshold, the next one comes from the heap's regions, whose free pages the retention
      * policy keeps (a purge delay, or within retain_bytes), instead of a fresh mapping faulted
      * in again. glibc moves its mmap threshold the same way. */
-    if (h->mapped_block_adapts && bytes >= h->mapped_block_bytes && bytes < RP_MAPPED_BLOCK_ADAPT_MAX &&
-        (h->purge_delay_ms || bytes <= h->retain_bytes))
-        h->mapped_block_bytes = bytes + 1;
+    if (h->mapped_block_adapts && bytes < RP_MAPPED_BLOCK_ADAPT_MAX && (h->purge_delay_ms || bytes <= h->retain_bytes)) {
+        if (bytes >= h->mapped_block_bytes)
+            h->mapped_block_bytes = bytes + 1;
+        if (bytes >= h->realloc_mapped_bytes)
+            h->realloc_mapped_bytes = bytes + 1;
+    }
     rp_heap_unlink_region(h, r);
     rp_pagemap_unregister(r);
     r->magic = 0;

@@ -15,6 +15,13 @@
  * of descriptors, "capacity", fixed when it is mapped). Moving the area leaves the header
  * where lock-free readers of the address map find it; a block that outgrows the capacity
  * gets a new header (twice what it needs, so a buffer that keeps growing replaces it rarely).
+ * A block realloc has to move gets a mapping from a lower size, 4 MiB by default
+ * (realloc_mapped_bytes): a buffer that outgrew its place is likely to grow again, and each
+ * copy in the heap faults in pages the next move leaves behind (1 MiB to 256 MiB by steps of
+ * 64 KiB: copies at 4, 8, 16 and 32 MiB, 60 MiB of pages faulted and then kept for nothing).
+ * glibc's mmap threshold starts lower still (128 KiB). A program that frees such a block
+ * raises this threshold past its size as it raises mapped_block_bytes (below), so a buffer
+ * grown and freed again and again settles in the heap's regions.
  * The release flavour only: the debug flavour keeps every large block in shared regions
  * (its lead pages, quarantine and reports stay as they are).
  *
@@ -42,11 +49,12 @@
 #define RP_MAPPED_BLOCK_ADAPT_MAX RP_MAX_REGION
 
 /* 1 if a large request of bytes (lead pages and suffix included) aligned to align gets a
- * mapping of its own in h: the release flavour, a heap that may map memory, an alignment a
- * mapping keeps (G1). */
-static inline int rp_mapped_block_wanted(const rp_heap *h, size_t bytes, size_t align)
+ * mapping of its own in h: the release flavour, a heap that may map memory, at least
+ * threshold bytes (mapped_block_bytes, or realloc_mapped_bytes for a block realloc moves),
+ * an alignment a mapping keeps (G1). */
+static inline int rp_mapped_block_wanted(const rp_heap *h, size_t bytes, size_t align, size_t threshold)
 {
-    return RP_HOOK_PREFIX == 0 && bytes >= h->mapped_block_bytes && align <= RP_MAPPED_BLOCK_ALIGN &&
+    return RP_HOOK_PREFIX == 0 && bytes >= threshold && align <= RP_MAPPED_BLOCK_ALIGN &&
            !(h->flags & RP_HEAP_NO_OS);
 }
 
@@ -69,7 +77,7 @@ static inline size_t rp_mapped_block_capacity(const rp_region *r)
 rp_page *rp_mapped_block_map(rp_heap *h, size_t npages);
 
 /* Gives the mapped block headed by d (released by the caller's counters) back to the OS:
- * its area and its region. Raises an adapting threshold past its size. */
+ * its area and its region. Raises adapting thresholds past its size. */
 void rp_mapped_block_unmap(rp_heap *h, rp_page *d);
 
 /* Shrinks the mapped block headed by d in place to rp_mapped_block_pages(npages) pages

@@ -28,7 +28,7 @@ static const opt_spec specs[] = {
     {"free_batch", OPT_UINT, OFF(free_batch), 64, "frees a thread collects before examining them together, their headers prefetched meanwhile (0 or 1 = each at its call; malloc drop-in)"},
     {"retain_bytes", OPT_SIZE, OFF(retain_bytes), (unsigned long long)1 << 46, "free page memory kept mapped per heap before returning it to the OS"},
     {"purge_delay_ms", OPT_UINT, OFF(purge_delay_ms), 3600000, "free page memory beyond retain_bytes goes back to the OS this long after a heap went beyond it (0 = at once)"},
-    {"mapped_block_bytes", OPT_SIZE, OFF(mapped_block_bytes), (unsigned long long)1 << 46, "blocks from this size get a mapping of their own: realloc moves them with mremap, free unmaps them (0 = never; at least 2M)"},
+    {"mapped_block_bytes", OPT_SIZE, OFF(mapped_block_bytes), (unsigned long long)1 << 46, "blocks from this size (with the default, blocks realloc moves: from 4M) get a mapping of their own: realloc moves them with mremap, free unmaps them (0 = never; at least 2M)"},
     {"huge_pages", OPT_BOOL, OFF(huge_pages), 1, "ask for transparent huge pages on the malloc heaps' OS regions (fewer page faults, RSS in 2 MiB steps)"},
     {"stats", OPT_BOOL, OFF(stats), 1, "print allocator statistics at exit"},
     {"arenas", OPT_UINT, OFF(arenas), 64, "heaps the malloc drop-in spreads threads over (0 = 4 per CPU, at most 64)"},

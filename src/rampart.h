@@ -74,9 +74,12 @@ typedef struct rp_heap_config {
                                   unmaps them. 0 = the default: 32 MiB, raised past the size of
                                   a mapped block freed when the heap would keep the pages of
                                   such a block (purge delay, or within retain_bytes), up to
-                                  256 MiB, as glibc moves its mmap threshold. SIZE_MAX = never;
-                                  other values (fixed) of at least 2 MiB. Ignored with
-                                  RP_HEAP_NO_OS. */
+                                  256 MiB, as glibc moves its mmap threshold; with the default,
+                                  a block rp_realloc has to move gets a mapping from 4 MiB (a
+                                  buffer that outgrew its place tends to grow again), a
+                                  threshold raised the same way. SIZE_MAX = never; other
+                                  values (fixed, for realloc too) of at least 2 MiB. Ignored
+                                  with RP_HEAP_NO_OS. */
 } rp_heap_config;
 
 /* Creates a heap. cfg NULL = all defaults. Memory comes from the OS on demand (unless

@@ -1,6 +1,6 @@
-/* Mapped blocks (src/mapped_block.h): large blocks of 32 MiB and more get a mapping of their
- * own in the release flavour; realloc moves them with mremap, shrinks them in place, free
- * unmaps them. The debug flavour keeps them in shared regions (checked at the end). */
+/* Mapped blocks (src/mapped_block.h): large blocks of 32 MiB and more (blocks realloc moves:
+ * 4 MiB) get a mapping of their own in the release flavour; realloc moves them with mremap,
+ * shrinks them in place, free unmaps them. The debug flavour keeps them in shared regions (checked at the end). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdint.h>
@@ -258,6 +258,76 @@ static void test_adaptive_threshold(void)
     CHECK(second_block_mapped(NULL)); /* no delay, 40 MiB beyond retain_bytes: a region would not keep it */
 }
 
+/* A buffer grown by realloc in steps of 64 KiB from 1 MiB (a file read in chunks): it grows
+ * in place while the pages after it are free, and the first time it must move past
+ * realloc_mapped_bytes (4 MiB by default) it gets a mapping of its own, which every later
+ * growth keeps (moves by mremap). Returns the size at which it first was a mapped block
+ * (0: never, up to max). Its contents are checked at every step. */
+static size_t grow_until_mapped(rp_heap *h, size_t max, unsigned char **out)
+{
+    unsigned char *p = rp_alloc(h, MiB, 0);
+    REQUIRE(p);
+    stamp(p, MiB, 3);
+    size_t size = MiB, first_mapped = 0;
+    while (size < max) {
+        size += 64 << 10;
+        unsigned char *q = rp_realloc(h, p, size);
+        REQUIRE(q);
+        CHECKF(stamped(q, MiB, 3), "contents lost growing to %zu bytes", size);
+        if (mapped_block(q) && !first_mapped)
+            first_mapped = size;
+        CHECKF(!first_mapped || mapped_block(q), "a mapped buffer went back into the heap at %zu bytes", size);
+        p = q;
+    }
+    *out = p;
+    return first_mapped;
+}
+
+static void test_realloc_moves_to_mapping(void)
+{
+    rp_heap_config cfg = {0};
+    cfg.purge_delay_ms = 3600000; /* freed pages are kept: the thresholds adapt */
+    rp_heap *h = rp_heap_create(&cfg);
+    REQUIRE(h);
+    unsigned char *p;
+    size_t at = grow_until_mapped(h, 40 * MiB, &p);
+    CHECKF(at > 4 * MiB && at <= 8 * MiB + MiB, "first mapped at %zu bytes", at);
+    CHECK_HEAP(h);
+    rp_free(p);
+    /* A plain allocation of that size is still the heap's (below mapped_block_bytes). */
+    p = rp_alloc(h, 6 * MiB, 0);
+    REQUIRE(p);
+    CHECK(!mapped_block(p));
+    rp_free(p);
+    /* The 40 MiB mapping it was freed as raised both thresholds past it: the next buffer grows
+     * in the heap's regions, reusing their kept pages. */
+    at = grow_until_mapped(h, 40 * MiB, &p);
+    CHECKF(at == 0, "mapped at %zu bytes after a 40 MiB mapped block was freed", at);
+    CHECK_HEAP(h);
+    rp_free(p);
+    rp_heap_destroy(h);
+
+    /* Freed 6 MiB: the threshold only passes that size. */
+    h = rp_heap_create(&cfg);
+    REQUIRE(h);
+    at = grow_until_mapped(h, 6 * MiB, &p);
+    CHECK(at > 4 * MiB);
+    rp_free(p);
+    at = grow_until_mapped(h, 16 * MiB, &p);
+    CHECKF(at > 6 * MiB && at <= 16 * MiB, "first mapped at %zu bytes", at);
+    rp_free(p);
+    rp_heap_destroy(h);
+
+    /* An explicit threshold holds for realloc too. */
+    cfg.mapped_block_bytes = 32 * MiB;
+    h = rp_heap_create(&cfg);
+    REQUIRE(h);
+    at = grow_until_mapped(h, 24 * MiB, &p);
+    CHECKF(at == 0, "mapped at %zu bytes under an explicit 32 MiB threshold", at);
+    rp_free(p);
+    rp_heap_destroy(h);
+}
+
 /* max_bytes bounds mapped blocks too: a growth past it fails with ENOMEM and keeps the block. */
 static void test_cap(void)
 {
@@ -402,6 +472,7 @@ int main(void)
     test_alignment_and_heaps();
     test_threshold();
     test_adaptive_threshold();
+    test_realloc_moves_to_mapping();
     test_cap();
     test_os_failures();
     test_checker();
