@@ -405,12 +405,18 @@ void *rp_tc_refill(rp_tcache *tc, unsigned c, size_t size, size_t align)
      * alignment. */
     rp_xfer *x = rp_xfer_of(tc->arena);
     if (x && bin->count == 0 && align <= RP_MIN_ALIGN) {
-        /* A batch larger than the bin's limit is taken if the room covers the difference
-         * (the limit then grows to it). */
+        /* Batches up to half the bin's limit under one lock: a flush leaves a full bin half
+         * full, and a refill that leaves it half full too puts the bin as far from its next
+         * refill as from its next flush. With one batch (a quarter of a full bin) a thread
+         * that mostly allocates what another frees (producer/consumer) refilled twice per
+         * batch pair the other flushed, each time taking the lock both threads use. A batch
+         * larger than the bin's limit is taken if the room covers the difference (the limit
+         * then grows to it). */
         size_t most = bin->limit + room_for_blocks(tc, cs);
         if (most > tc->bin_max[c])
             most = tc->bin_max[c];
-        size_t got = rp_xfer_take(x, c, most, most * cs, bin->slots);
+        size_t want = bin->limit / 2 ? bin->limit / 2 : 1;
+        size_t got = rp_xfer_take(x, c, want, most, most * cs, bin->slots);
         if (got) {
             if (got > bin->limit)
                 set_limit(tc, c, (uint32_t)got);

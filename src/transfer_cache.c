@@ -42,7 +42,7 @@ size_t rp_xfer_put(rp_xfer *x, unsigned c, void *const *ptrs, size_t n)
     return done;
 }
 
-size_t rp_xfer_take(rp_xfer *x, unsigned c, size_t max_count, size_t max_bytes, void **out)
+size_t rp_xfer_take(rp_xfer *x, unsigned c, size_t want, size_t max_count, size_t max_bytes, void **out)
 {
     /* An unlocked peek: an empty class (the common case when nothing crosses threads) costs
      * no lock. A stale answer only means one refill more or one lock taken for nothing. */
@@ -50,16 +50,16 @@ size_t rp_xfer_take(rp_xfer *x, unsigned c, size_t max_count, size_t max_bytes, 
         return 0;
     size_t cs = rp_tc_class_size(c), got = 0;
     rp_lock_acquire(&x->lock);
-    if (x->n[c] > 0) {
+    while (got < want && x->n[c] > 0) {
         unsigned slot = x->n[c] - 1u;
         size_t k = x->count[c][slot];
-        if (k <= max_count && k * cs <= max_bytes) {
-            memcpy(out, x->store[c][slot], k * sizeof(void *));
-            __atomic_store_n(&x->n[c], (uint8_t)slot, __ATOMIC_RELAXED);
-            x->bytes -= k * cs;
-            x->takes++;
-            got = k;
-        }
+        if (got + k > max_count || (got + k) * cs > max_bytes)
+            break;
+        memcpy(out + got, x->store[c][slot], k * sizeof(void *));
+        __atomic_store_n(&x->n[c], (uint8_t)slot, __ATOMIC_RELAXED);
+        x->bytes -= k * cs;
+        x->takes++;
+        got += k;
     }
     rp_lock_release(&x->lock);
     return got;
@@ -71,7 +71,7 @@ size_t rp_xfer_drain(rp_xfer *x, rp_heap *h)
     void *ptrs[RP_XFER_BATCH];
     for (unsigned c = 0; c < RP_TC_CLASSES; c++) {
         size_t n;
-        while ((n = rp_xfer_take(x, c, RP_XFER_BATCH, SIZE_MAX, ptrs)) != 0) {
+        while ((n = rp_xfer_take(x, c, 1, RP_XFER_BATCH, SIZE_MAX, ptrs)) != 0) {
             for (size_t i = 0; i < n; i++)
                 ((uint64_t *)ptrs[i])[1] = 0; /* no longer cached (T4 of thread_cache.h) */
             rp_free_batch(h, ptrs, n);

@@ -62,10 +62,11 @@ static inline rp_xfer *rp_xfer_of(const rp_heap *h) { return (rp_xfer *)h->mallo
  * RP_XFER_BATCH. Returns how many x took, ptrs[0 .. taken-1]; the caller keeps the rest. */
 size_t rp_xfer_put(rp_xfer *x, unsigned c, void *const *ptrs, size_t n);
 
-/* Takes the most recently offered batch of class c if it has at most max_count blocks and
- * their count against the cap is at most max_bytes: copies its pointers to out (room for
- * max_count) and returns how many, or 0. */
-size_t rp_xfer_take(rp_xfer *x, unsigned c, size_t max_count, size_t max_bytes, void **out);
+/* Takes whole batches of class c, the most recently offered first, under one lock, until at
+ * least `want` blocks (want >= 1) were taken or the next batch would bring the total past
+ * max_count blocks or max_bytes counted against the cap: copies their pointers to out (room
+ * for max_count) and returns how many, or 0. */
+size_t rp_xfer_take(rp_xfer *x, unsigned c, size_t want, size_t max_count, size_t max_bytes, void **out);
 
 /* Returns every batch's blocks to heap h (x's arena): their tags are cleared and they are
  * freed. Returns the number of blocks. */

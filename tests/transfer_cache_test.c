@@ -118,9 +118,25 @@ int main(void)
     rp_heap_stats(arena, &h0);
     void *again[N];
     int reused = 0;
+    /* The first refill (once this thread's bin, at its full limit of 256 blocks since the
+     * first loop, runs empty) takes batches up to half that limit under one lock: at least
+     * two of 64 while the transfer cache holds them. */
+    uint64_t first_refill_takes = 0;
+    int refilled = 0;
+    size_t waiting = st1.transfer_bytes / sizes[0];
     for (int i = 0; i < N; i++) {
+        rp_malloc_stats_t before, after;
+        if (!refilled)
+            REQUIRE(rp_malloc_stats(&before) == 0);
         again[i] = malloc(SIZE);
         REQUIRE(again[i]);
+        if (!refilled) {
+            REQUIRE(rp_malloc_stats(&after) == 0);
+            if (after.refills != before.refills) {
+                refilled = 1;
+                first_refill_takes = after.transfer_takes - before.transfer_takes;
+            }
+        }
         CHECK(((uint64_t *)again[i])[1] != rp_tc_tag(rp_tc_key(), again[i]));
         for (int j = 0; j < N; j++)
             if (again[i] == blocks[j]) {
@@ -134,6 +150,10 @@ int main(void)
            (unsigned long long)(h1.alloc_calls - h0.alloc_calls), reused,
            (unsigned long long)(st2.transfer_takes - st1.transfer_takes));
     CHECK(st2.transfer_takes > st1.transfer_takes);
+    printf("first refill: %llu batches taken (%zu blocks were waiting)\n", (unsigned long long)first_refill_takes,
+           waiting);
+    CHECK(refilled);
+    CHECK(waiting >= 2 * RP_XFER_BATCH && first_refill_takes >= 2);
     /* Every block that waited in the transfer cache was served without the heap. */
     CHECK(h1.alloc_calls - h0.alloc_calls <= N - st1.transfer_bytes / sizes[0]);
     CHECK(reused > N / 2);
