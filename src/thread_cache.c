@@ -420,7 +420,7 @@ void *rp_tc_refill(rp_tcache *tc, unsigned c, size_t size, size_t align)
         if (got) {
             if (got > bin->limit)
                 set_limit(tc, c, (uint32_t)got);
-            note_near_region(tc, bin->slots[0]);
+            tc->near_len = 0; /* blocks other threads freed: no near region (thread_cache.h) */
             __atomic_store_n(&bin->count, (uint32_t)got, __ATOMIC_RELAXED);
             __atomic_store_n(&tc->refills, tc->refills + 1, __ATOMIC_RELAXED);
             return rp_tc_pop(tc, c);

@@ -274,10 +274,11 @@ static void test_thread_exit_examines(void)
     check_malloc("after the thread exit");
 }
 
-/* The near region: after a refill it is the page area of the refilled blocks' region (of the
- * thread's own arena), and a free inside it is examined at its call (the block
+/* The near region: after a refill from the heap it is the page area of the refilled blocks'
+ * region (of the thread's own arena), and a free inside it is examined at its call (the block
  * is in its bin at once, a double free is reported at the second call), while a block another
- * thread's arena carved is collected. */
+ * thread's arena carved is collected. A refill from the transfer cache empties it: then the
+ * thread's own blocks are collected too. */
 static void *other_block;
 static void *allocate_elsewhere(void *arg)
 {
@@ -290,6 +291,7 @@ static void test_near_frees_are_examined_at_the_call(void)
 {
     rp_tcache *tc = fresh_cache();
     forget_near(tc);
+    malloc_trim(0); /* the flushed blocks leave the transfer cache: the refill is the heap's */
     char *p = do_malloc(100); /* the bin was flushed: a refill */
     REQUIRE(p);
     CHECKF(tc->near_len != 0 && (uintptr_t)p - tc->near_lo < tc->near_len, "near [%#lx, +%zu) misses %p",
@@ -315,6 +317,15 @@ static void test_near_frees_are_examined_at_the_call(void)
     CHECK(tc->freed_n == 1 && tc->freed[0] == other_block);
     rp_malloc_thread_flush();
     check_malloc("after near and far frees");
+
+    /* The flush put p's bin into the transfer cache; the refill takes it from there. */
+    p = do_malloc(100);
+    REQUIRE(p);
+    CHECK(rp_heap_of(p) == tc->arena && tc->near_len == 0);
+    do_free(p);
+    CHECK(tc->freed_n == 1 && tc->freed[0] == p);
+    rp_malloc_thread_flush();
+    check_malloc("after a refill from the transfer cache");
 }
 
 /* The checker names a damaged batch (T5). */

@@ -538,7 +538,7 @@ static void test_fast_path_takes_no_lock(void)
     rp_malloc_stats_t a, b;
     rp_heap_stats_t ha, hb;
     void *ring[32] = {0};
-    free(malloc(1));
+    test_malloc_free(1);
     rp_heap *arena = rp_heap_of(ring[0] = do_malloc(10));
     REQUIRE(arena);
     REQUIRE(rp_malloc_stats(&a) == 0 && rp_heap_stats(arena, &ha) == 0);

@@ -33,7 +33,7 @@ int main(int argc, char **argv)
 {
     REQUIRE(argc == 2 && (strcmp(argv[1], "--delayed") == 0 || strcmp(argv[1], "--at-once") == 0));
     int delayed = strcmp(argv[1], "--delayed") == 0;
-    free(malloc(1)); /* sets the drop-in up */
+    test_malloc_free(1); /* sets the drop-in up */
     rp_heap *arena = rp_arena_get(0);
     REQUIRE(arena != NULL);
     rp_heap_stats_t st;

@@ -219,7 +219,7 @@ static int child_checks(void)
 
 int main(void)
 {
-    free(malloc(1)); /* the main thread's cache exists from here on */
+    test_malloc_free(1); /* the main thread's cache exists from here on */
     rp_malloc_thread_flush();
     rp_malloc_stats_t before;
     REQUIRE(rp_malloc_stats(&before) == 0);

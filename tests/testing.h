@@ -73,4 +73,14 @@ static inline unsigned long long rng_below(test_rng *r, unsigned long long n)
     return n ? rng_next(r) % n : 0;
 }
 
+/* malloc(size) and free of the result, for their side effects (a thread's cache set up, a
+ * bin's first limit reserved): called through volatile pointers, because an optimising
+ * compiler may pair a malloc with its free and drop both (gcc -O2 does). */
+static inline void test_malloc_free(size_t size)
+{
+    void *(*volatile m)(size_t) = malloc;
+    void (*volatile f)(void *) = free;
+    f(m(size));
+}
+
 #endif

@@ -27,7 +27,7 @@ static void *fresh[FRESH_BLOCKS];
 
 static void test_full_cache_refills_in_batches(void)
 {
-    free(malloc(1)); /* the thread's cache exists */
+    test_malloc_free(1); /* the thread's cache exists */
     rp_malloc_thread_flush();
     rp_tcache *tc = rp_tc_self;
     REQUIRE(tc && tc->cap > 0);
@@ -124,7 +124,7 @@ static size_t reserved_bytes(const rp_tcache *tc)
  * and the reservations never pass the cap. */
 static void test_bins_reserve_room(void)
 {
-    free(malloc(1));
+    test_malloc_free(1);
     rp_malloc_thread_flush();
     rp_tcache *tc = rp_tc_self;
     REQUIRE(tc && tc->cap == ((size_t)1 << 20));
@@ -135,7 +135,7 @@ static void test_bins_reserve_room(void)
     unsigned c = rp_tc_class_of_block(112);
     size_t cs = rp_tc_class_size(c);
     REQUIRE(cs == 112);
-    free(malloc(96));
+    test_malloc_free(96);
     CHECKF(tc->bins[c].limit == RP_TC_FIRST_LIMIT, "limit %u after one malloc/free", tc->bins[c].limit);
     CHECK((size_t)tc->room == tc->cap - RP_TC_FIRST_LIMIT * cs);
 

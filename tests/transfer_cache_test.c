@@ -1,6 +1,7 @@
 /* Transfer caches (src/transfer_cache.h): blocks one thread allocates and another frees come
  * back to the allocating thread's arena as whole batches, and its next allocations take them
- * from there without touching the heap; their blocks still count as cached (a double free
+ * from there without touching the heap, several batches per refill (up to half the bin), which
+ * empties the thread's near region; their blocks still count as cached (a double free
  * is reported), rp_malloc_check verifies X1..X3 and names damage, malloc_trim gives them
  * back. Linked statically with the drop-in, white-box. */
 #define _GNU_SOURCE
@@ -135,6 +136,9 @@ int main(void)
             if (after.refills != before.refills) {
                 refilled = 1;
                 first_refill_takes = after.transfer_takes - before.transfer_takes;
+                /* Blocks other threads freed: the near region is emptied, so this thread's
+                 * frees of its arena's blocks are collected (thread_cache.h). */
+                CHECK(rp_tc_self->near_len == 0);
             }
         }
         CHECK(((uint64_t *)again[i])[1] != rp_tc_tag(rp_tc_key(), again[i]));
@@ -153,6 +157,8 @@ int main(void)
     printf("first refill: %llu batches taken (%zu blocks were waiting)\n", (unsigned long long)first_refill_takes,
            waiting);
     CHECK(refilled);
+    /* The last refills carved blocks from the heap: the region they came from is near. */
+    CHECK(h1.alloc_calls > h0.alloc_calls && rp_tc_self->near_len != 0);
     CHECK(waiting >= 2 * RP_XFER_BATCH && first_refill_takes >= 2);
     /* Every block that waited in the transfer cache was served without the heap. */
     CHECK(h1.alloc_calls - h0.alloc_calls <= N - st1.transfer_bytes / sizes[0]);

@@ -58,7 +58,7 @@ static int function_in(const char *out, const char *name, function_place *f)
  * function's address and module base in that process. */
 static void check_frame(const char *what, const parsed_frame *f, const char *name, const char *out, const char *text)
 {
-    function_place place;
+    function_place place = {0, 0};
     CHECKF(function_in(out, name, &place), "%s: the program did not print where %s is", what, name);
     CHECKF(strcmp(f->function, name) == 0 && strcmp(f->module, overflow_program) == 0 &&
                f->pc - f->function_offset == place.address && f->pc - f->module_offset == place.module_base,
