@@ -40,13 +40,17 @@ __attribute__((noinline)) void *temporary_site(size_t n)
     return p;
 }
 
+/* Trip counts the compiler cannot see: unrolled (gcc -O2 peels loops of 2 or 3 known
+ * iterations), each call would have its own return address, so its own stack and group. */
+static volatile int three = 3, two = 2;
+
 /* Leaks 3 x 100 bytes from site a and 2 x 7 from site b; everything else is freed, marked,
  * or in a heap marked as reachable by design. */
 __attribute__((noinline)) void leaky_program(void)
 {
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < three; i++)
         leak_site_a();
-    for (int i = 0; i < 2; i++)
+    for (int i = 0; i < two; i++)
         leak_site_b();
     for (int i = 0; i < 10; i++)
         rp_free(temporary_site(1000)); /* freed: some still quarantined */
