@@ -174,7 +174,7 @@ static void release_blocks(void **ptrs, size_t n)
  * arena's share goes to its transfer cache, in batches, as far as it has room; the rest (and
  * blocks of any other heap) have their tags cleared and are freed, one rp_free_batch per
  * heap. */
-static void release_flushed(unsigned c, void **ptrs, size_t n)
+static void release_flushed(const rp_tcache *tc, unsigned c, void **ptrs, size_t n)
 {
     while (n) {
         rp_heap *h = rp_pagemap_lookup(ptrs[0])->heap;
@@ -187,7 +187,7 @@ static void release_flushed(unsigned c, void **ptrs, size_t n)
             ptrs[k++] = t;
         }
         rp_xfer *x = rp_xfer_of(h);
-        size_t kept = x ? rp_xfer_put(x, c, ptrs, k) : 0;
+        size_t kept = x ? rp_xfer_put(x, c, ptrs, k, tc) : 0;
         for (size_t i = kept; i < k; i++)
             ((uint64_t *)ptrs[i])[1] = 0; /* T4 */
         if (kept < k)
@@ -210,7 +210,7 @@ static void flush_tail(rp_tcache *tc, unsigned c, uint32_t keep)
     memmove(bin->slots, bin->slots + n, keep * sizeof(void *));
     __atomic_store_n(&bin->count, keep, __ATOMIC_RELAXED); /* the room stays reserved (T3) */
     __atomic_store_n(&tc->flushes, tc->flushes + 1, __ATOMIC_RELAXED);
-    release_flushed(c, ptrs, n);
+    release_flushed(tc, c, ptrs, n);
 }
 
 /* Takes the oldest blocks (all but the `keep` on top) out of page bin i, clears their
@@ -416,11 +416,13 @@ void *rp_tc_refill(rp_tcache *tc, unsigned c, size_t size, size_t align)
         if (most > tc->bin_max[c])
             most = tc->bin_max[c];
         size_t want = bin->limit / 2 ? bin->limit / 2 : 1;
-        size_t got = rp_xfer_take(x, c, want, most, most * cs, bin->slots);
+        int from_others;
+        size_t got = rp_xfer_take(x, c, want, most, most * cs, bin->slots, tc, &from_others);
         if (got) {
             if (got > bin->limit)
                 set_limit(tc, c, (uint32_t)got);
-            tc->near_len = 0; /* blocks other threads freed: no near region (thread_cache.h) */
+            if (from_others)
+                tc->near_len = 0; /* blocks other threads freed: no near region (thread_cache.h) */
             __atomic_store_n(&bin->count, (uint32_t)got, __ATOMIC_RELAXED);
             __atomic_store_n(&tc->refills, tc->refills + 1, __ATOMIC_RELAXED);
             return rp_tc_pop(tc, c);

@@ -68,9 +68,13 @@
  * whose header is still in this CPU's cache: recording it and examining it later would only
  * add work (a malloc/free pair on one thread: 81 instructions against 73 when it was
  * measured, callgrind, before bins reserved their room). A refill from the transfer cache
- * empties the region (near_len 0): its blocks were freed by other threads, so this arena's
- * blocks are crossing threads and their headers were last written on other CPUs, where a read
- * at the call waits for the line and a collected free has it prefetched. The
+ * that takes a batch another thread's cache put there empties the region (near_len 0): those
+ * blocks were freed by other threads, so this arena's blocks are crossing threads and their
+ * headers were last written on other CPUs, where a read at the call waits for the line and a
+ * collected free has it prefetched. A refill of batches the thread flushed itself leaves the
+ * region as it is (a single thread cycling bursts through the transfer cache keeps it; in a
+ * producer/consumer pair such batches hold blocks the other thread wrote last, and must not
+ * set it again); only a refill from the heap sets it. The
  * region only decides when a pointer is examined, never how, so a stale one (released
  * since, or never set: near_len 0) costs at most speed. It changes only at a refill, which
  * comes after the batch was examined: so T5's "outside the near region" holds.

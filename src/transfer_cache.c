@@ -14,13 +14,15 @@ void rp_xfer_init(rp_xfer *x, size_t cap)
 {
     memset(x, 0, sizeof *x);
     rp_lock_init(&x->lock);
-    /* One store for every class, mapped once: only the pages of the classes in use become
-     * resident. */
-    x->store = cap ? rp_os_map(RP_TC_CLASSES * sizeof(rp_xfer_class_store)) : NULL;
+    /* One store for every class, and the batches' givers after it, mapped once: only the
+     * pages of the classes in use become resident. */
+    size_t store_bytes = RP_TC_CLASSES * sizeof(rp_xfer_class_store);
+    x->store = cap ? rp_os_map(store_bytes + RP_TC_CLASSES * sizeof(rp_xfer_class_givers)) : NULL;
+    x->giver = x->store ? (rp_xfer_class_givers *)(void *)((char *)x->store + store_bytes) : NULL;
     x->cap = x->store ? cap : 0;
 }
 
-size_t rp_xfer_put(rp_xfer *x, unsigned c, void *const *ptrs, size_t n)
+size_t rp_xfer_put(rp_xfer *x, unsigned c, void *const *ptrs, size_t n, const void *giver)
 {
     if (!x->store)
         return 0;
@@ -33,6 +35,7 @@ size_t rp_xfer_put(rp_xfer *x, unsigned c, void *const *ptrs, size_t n)
         unsigned slot = x->n[c];
         memcpy(x->store[c][slot], ptrs + done, k * sizeof(void *));
         x->count[c][slot] = (uint8_t)k;
+        x->giver[c][slot] = giver;
         __atomic_store_n(&x->n[c], (uint8_t)(slot + 1), __ATOMIC_RELAXED); /* peeked unlocked */
         x->bytes += k * cs;
         x->puts++;
@@ -42,8 +45,12 @@ size_t rp_xfer_put(rp_xfer *x, unsigned c, void *const *ptrs, size_t n)
     return done;
 }
 
-size_t rp_xfer_take(rp_xfer *x, unsigned c, size_t want, size_t max_count, size_t max_bytes, void **out)
+size_t rp_xfer_take(rp_xfer *x, unsigned c, size_t want, size_t max_count, size_t max_bytes, void **out,
+                    const void *taker, int *from_others)
 {
+    int others = 0;
+    if (from_others)
+        *from_others = 0;
     /* An unlocked peek: an empty class (the common case when nothing crosses threads) costs
      * no lock. A stale answer only means one refill more or one lock taken for nothing. */
     if (__atomic_load_n(&x->n[c], __ATOMIC_RELAXED) == 0)
@@ -59,9 +66,12 @@ size_t rp_xfer_take(rp_xfer *x, unsigned c, size_t want, size_t max_count, size_
         __atomic_store_n(&x->n[c], (uint8_t)slot, __ATOMIC_RELAXED);
         x->bytes -= k * cs;
         x->takes++;
+        others |= x->giver[c][slot] != taker;
         got += k;
     }
     rp_lock_release(&x->lock);
+    if (from_others)
+        *from_others = others;
     return got;
 }
 
@@ -71,7 +81,7 @@ size_t rp_xfer_drain(rp_xfer *x, rp_heap *h)
     void *ptrs[RP_XFER_BATCH];
     for (unsigned c = 0; c < RP_TC_CLASSES; c++) {
         size_t n;
-        while ((n = rp_xfer_take(x, c, 1, RP_XFER_BATCH, SIZE_MAX, ptrs)) != 0) {
+        while ((n = rp_xfer_take(x, c, 1, RP_XFER_BATCH, SIZE_MAX, ptrs, NULL, NULL)) != 0) {
             for (size_t i = 0; i < n; i++)
                 ((uint64_t *)ptrs[i])[1] = 0; /* no longer cached (T4 of thread_cache.h) */
             rp_free_batch(h, ptrs, n);

@@ -39,6 +39,7 @@
 #define RP_XFER_BATCH 64 /* blocks per batch */
 
 typedef void *rp_xfer_class_store[RP_XFER_SLOTS][RP_XFER_BATCH];
+typedef const void *rp_xfer_class_givers[RP_XFER_SLOTS];
 
 typedef struct rp_xfer {
     rp_lock lock;
@@ -48,6 +49,9 @@ typedef struct rp_xfer {
     uint8_t n[RP_TC_CLASSES];                       /* X2 */
     uint8_t count[RP_TC_CLASSES][RP_XFER_SLOTS];    /* X2 */
     rp_xfer_class_store *store;                     /* [RP_TC_CLASSES], X1 */
+    rp_xfer_class_givers *giver; /* [RP_TC_CLASSES], after the store in its mapping: the
+                                    thread cache that put each batch, an identity never
+                                    dereferenced (a hint for the taker's near region) */
 } rp_xfer;
 
 /* Sets up a transfer cache with a cap of cap bytes (0: it keeps nothing; so does one whose
@@ -59,14 +63,17 @@ void rp_xfer_init(rp_xfer *x, size_t cap);
 static inline rp_xfer *rp_xfer_of(const rp_heap *h) { return (rp_xfer *)h->malloc_state; }
 
 /* Offers n blocks of class c (blocks of x's arena, tagged as X1 says), as batches of at most
- * RP_XFER_BATCH. Returns how many x took, ptrs[0 .. taken-1]; the caller keeps the rest. */
-size_t rp_xfer_put(rp_xfer *x, unsigned c, void *const *ptrs, size_t n);
+ * RP_XFER_BATCH, from thread cache `giver` (recorded with each batch). Returns how many x
+ * took, ptrs[0 .. taken-1]; the caller keeps the rest. */
+size_t rp_xfer_put(rp_xfer *x, unsigned c, void *const *ptrs, size_t n, const void *giver);
 
 /* Takes whole batches of class c, the most recently offered first, under one lock, until at
  * least `want` blocks (want >= 1) were taken or the next batch would bring the total past
  * max_count blocks or max_bytes counted against the cap: copies their pointers to out (room
- * for max_count) and returns how many, or 0. */
-size_t rp_xfer_take(rp_xfer *x, unsigned c, size_t want, size_t max_count, size_t max_bytes, void **out);
+ * for max_count) and returns how many, or 0. Sets *from_others (if non-NULL) to 1 when a
+ * batch taken was put by a thread cache other than `taker`, else 0. */
+size_t rp_xfer_take(rp_xfer *x, unsigned c, size_t want, size_t max_count, size_t max_bytes, void **out,
+                    const void *taker, int *from_others);
 
 /* Returns every batch's blocks to heap h (x's arena): their tags are cleared and they are
  * freed. Returns the number of blocks. */

@@ -277,8 +277,8 @@ static void test_thread_exit_examines(void)
 /* The near region: after a refill from the heap it is the page area of the refilled blocks'
  * region (of the thread's own arena), and a free inside it is examined at its call (the block
  * is in its bin at once, a double free is reported at the second call), while a block another
- * thread's arena carved is collected. A refill from the transfer cache empties it: then the
- * thread's own blocks are collected too. */
+ * thread's arena carved is collected. A refill of batches the thread flushed itself leaves it
+ * as it is (one of batches another thread put empties it: transfer_cache_test). */
 static void *other_block;
 static void *allocate_elsewhere(void *arg)
 {
@@ -318,10 +318,26 @@ static void test_near_frees_are_examined_at_the_call(void)
     rp_malloc_thread_flush();
     check_malloc("after near and far frees");
 
-    /* The flush put p's bin into the transfer cache; the refill takes it from there. */
+    /* The flush put p's bin into the transfer cache; the refill takes this thread's own batch
+     * back from there. */
+    rp_malloc_stats_t before, after;
+    REQUIRE(rp_malloc_stats(&before) == 0);
+    uintptr_t near_lo = tc->near_lo;
+    size_t near_len = tc->near_len;
+    REQUIRE(near_len != 0);
     p = do_malloc(100);
-    REQUIRE(p);
-    CHECK(rp_heap_of(p) == tc->arena && tc->near_len == 0);
+    REQUIRE(p && rp_malloc_stats(&after) == 0);
+    CHECK(after.transfer_takes > before.transfer_takes);
+    CHECK(tc->near_lo == near_lo && tc->near_len == near_len && (uintptr_t)p - near_lo < near_len);
+    do_free(p);
+    CHECK(tc->freed_n == 0 && rp_tc_top(tc, c) == p);
+    /* As it is, also when empty: such a refill does not set the region either. */
+    rp_malloc_thread_flush();
+    forget_near(tc);
+    REQUIRE(rp_malloc_stats(&before) == 0);
+    p = do_malloc(100);
+    REQUIRE(p && rp_malloc_stats(&after) == 0);
+    CHECK(after.transfer_takes > before.transfer_takes && tc->near_len == 0);
     do_free(p);
     CHECK(tc->freed_n == 1 && tc->freed[0] == p);
     rp_malloc_thread_flush();
