@@ -417,7 +417,7 @@ void *rp_tc_refill(rp_tcache *tc, unsigned c, size_t size, size_t align)
             most = tc->bin_max[c];
         size_t want = bin->limit / 2 ? bin->limit / 2 : 1;
         int from_others;
-        size_t got = rp_xfer_take(x, c, want, most, most * cs, bin->slots, tc, &from_others);
+        size_t got = rp_xfer_take(x, c, want, most, bin->slots, tc, &from_others);
         if (got) {
             if (got > bin->limit)
                 set_limit(tc, c, (uint32_t)got);

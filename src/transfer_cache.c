@@ -45,31 +45,30 @@ size_t rp_xfer_put(rp_xfer *x, unsigned c, void *const *ptrs, size_t n, const vo
     return done;
 }
 
-size_t rp_xfer_take(rp_xfer *x, unsigned c, size_t want, size_t max_count, size_t max_bytes, void **out,
-                    const void *taker, int *from_others)
+size_t rp_xfer_take(rp_xfer *x, unsigned c, size_t want, size_t max_count, void **out, const void *taker,
+                    int *from_others)
 {
+    size_t got = 0;
     int others = 0;
-    if (from_others)
-        *from_others = 0;
     /* An unlocked peek: an empty class (the common case when nothing crosses threads) costs
      * no lock. A stale answer only means one refill more or one lock taken for nothing. */
-    if (__atomic_load_n(&x->n[c], __ATOMIC_RELAXED) == 0)
-        return 0;
-    size_t cs = rp_tc_class_size(c), got = 0;
-    rp_lock_acquire(&x->lock);
-    while (got < want && x->n[c] > 0) {
-        unsigned slot = x->n[c] - 1u;
-        size_t k = x->count[c][slot];
-        if (got + k > max_count || (got + k) * cs > max_bytes)
-            break;
-        memcpy(out + got, x->store[c][slot], k * sizeof(void *));
-        __atomic_store_n(&x->n[c], (uint8_t)slot, __ATOMIC_RELAXED);
-        x->bytes -= k * cs;
-        x->takes++;
-        others |= x->giver[c][slot] != taker;
-        got += k;
+    if (__atomic_load_n(&x->n[c], __ATOMIC_RELAXED) != 0) {
+        size_t cs = rp_tc_class_size(c);
+        rp_lock_acquire(&x->lock);
+        while (got < want && x->n[c] > 0) {
+            unsigned slot = x->n[c] - 1u;
+            size_t k = x->count[c][slot];
+            if (got + k > max_count)
+                break;
+            memcpy(out + got, x->store[c][slot], k * sizeof(void *));
+            __atomic_store_n(&x->n[c], (uint8_t)slot, __ATOMIC_RELAXED);
+            x->bytes -= k * cs;
+            x->takes++;
+            others |= x->giver[c][slot] != taker;
+            got += k;
+        }
+        rp_lock_release(&x->lock);
     }
-    rp_lock_release(&x->lock);
     if (from_others)
         *from_others = others;
     return got;
@@ -81,7 +80,7 @@ size_t rp_xfer_drain(rp_xfer *x, rp_heap *h)
     void *ptrs[RP_XFER_BATCH];
     for (unsigned c = 0; c < RP_TC_CLASSES; c++) {
         size_t n;
-        while ((n = rp_xfer_take(x, c, 1, RP_XFER_BATCH, SIZE_MAX, ptrs, NULL, NULL)) != 0) {
+        while ((n = rp_xfer_take(x, c, 1, RP_XFER_BATCH, ptrs, NULL, NULL)) != 0) {
             for (size_t i = 0; i < n; i++)
                 ((uint64_t *)ptrs[i])[1] = 0; /* no longer cached (T4 of thread_cache.h) */
             rp_free_batch(h, ptrs, n);

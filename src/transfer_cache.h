@@ -69,11 +69,11 @@ size_t rp_xfer_put(rp_xfer *x, unsigned c, void *const *ptrs, size_t n, const vo
 
 /* Takes whole batches of class c, the most recently offered first, under one lock, until at
  * least `want` blocks (want >= 1) were taken or the next batch would bring the total past
- * max_count blocks or max_bytes counted against the cap: copies their pointers to out (room
- * for max_count) and returns how many, or 0. Sets *from_others (if non-NULL) to 1 when a
- * batch taken was put by a thread cache other than `taker`, else 0. */
-size_t rp_xfer_take(rp_xfer *x, unsigned c, size_t want, size_t max_count, size_t max_bytes, void **out,
-                    const void *taker, int *from_others);
+ * max_count blocks: copies their pointers to out (room for max_count) and returns how many,
+ * or 0. Sets *from_others (if non-NULL) to 1 when a batch taken was put by a thread cache
+ * other than `taker`, else 0. */
+size_t rp_xfer_take(rp_xfer *x, unsigned c, size_t want, size_t max_count, void **out, const void *taker,
+                    int *from_others);
 
 /* Returns every batch's blocks to heap h (x's arena): their tags are cleared and they are
  * freed. Returns the number of blocks. */
