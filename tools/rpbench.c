@@ -20,8 +20,8 @@
  *            buffer at every step is stopped at a 2 s cap); and ("again") a 32 MiB buffer
  *            allocated, written and freed 25 times;
  *   program  whole programs (sqlite3, python3: the table in rpbench_programs.c) run under each
- *            allocator by LD_PRELOAD: wall and CPU seconds, output checked against the
- *            system malloc's.
+ *            allocator by LD_PRELOAD: wall and CPU seconds and peak RSS, output checked
+ *            against the system malloc's.
  * Allocators: the table below (data-driven: a row names a worker binary, the API it uses,
  * the library to preload and its RAMPART_OPTIONS, and what programs get in LD_PRELOAD).
  * Missing libraries are reported and skipped. --debug adds the debug flavour's rows (debug,
@@ -30,7 +30,8 @@
  * ASan's runtime preloaded for programs) and the cost of one stack capture, and checks the
  * debug flavour's target (<= 3x release with backtraces on) for both kinds of measurement.
  * Results: a table with rampart's cost ratio to every other allocator, --json FILE, and an SVG
- * chart of the seed rounds (rpbench.svg in the directory rpbench was started from).
+ * chart of the seed rounds (rpbench.svg in the directory rpbench was started from). Bad
+ * options, and output files that cannot be written, fail before any measurement (status 2).
  *
  *   rpbench [--reps N] [--quick] [--debug] [--scenarios LIST] [--allocators LIST]
  *           [--case NAME] [--threads LIST] [--rounds N] [--per-round N] [--json FILE]
@@ -136,6 +137,7 @@ static double threads_ops[2][NALLOC][MAX_THREADS_LIST];     /* wall-clock ops/s 
 static double threads_cpu_ns[2][NALLOC][MAX_THREADS_LIST];  /* process CPU ns per op */
 static double grow_ms[NALLOC][NGROW], grow_reached[NALLOC][NGROW]; /* CPU ms; MiB reached */
 static double program_wall[NALLOC][MAX_PROGRAMS], program_cpu[NALLOC][MAX_PROGRAMS]; /* seconds */
+static double program_rss[NALLOC][MAX_PROGRAMS];                                       /* peak, MiB */
 /* Single repetitions, kept for the missed-target lines: repetition i of every allocator ran in
  * the same round of the interleaving, so comparing them pair by pair tells a difference that
  * holds in every round from one that a few slow rounds made; < 0 = not measured. Seed: the
@@ -485,7 +487,8 @@ static void measure_programs(void)
         return;
     }
     uint64_t expected[MAX_PROGRAMS] = {0};
-    static double wall[NALLOC][MAX_PROGRAMS][MAX_REPS], cpu[NALLOC][MAX_PROGRAMS][MAX_REPS];
+    static double wall[NALLOC][MAX_PROGRAMS][MAX_REPS], cpu[NALLOC][MAX_PROGRAMS][MAX_REPS],
+        rss[NALLOC][MAX_PROGRAMS][MAX_REPS];
     static int failed[NALLOC][MAX_PROGRAMS];
     for (int p = 0; p < rpb_nprograms && p < MAX_PROGRAMS; p++) {
         rpb_run run;
@@ -508,7 +511,7 @@ static void measure_programs(void)
             if (!program_usable(a))
                 continue;
             for (int p = 0; p < rpb_nprograms && p < MAX_PROGRAMS; p++) {
-                wall[a][p][rep] = cpu[a][p][rep] = -1;
+                wall[a][p][rep] = cpu[a][p][rep] = rss[a][p][rep] = -1;
                 if (!program_exe[p][0] || failed[a][p])
                     continue;
                 snprintf(msg, sizeof msg, "program %s %s rep %d/%d", rpb_programs[p].name, allocators[a].name,
@@ -527,6 +530,7 @@ static void measure_programs(void)
                 }
                 wall[a][p][rep] = run.wall_s;
                 cpu[a][p][rep] = run.cpu_s;
+                rss[a][p][rep] = run.peak_rss_mib;
             }
         }
     }
@@ -535,6 +539,7 @@ static void measure_programs(void)
             int measured = program_usable(a) && program_exe[p][0] && !failed[a][p];
             program_wall[a][p] = measured ? rpb_median(wall[a][p], reps) : -1;
             program_cpu[a][p] = measured ? rpb_median(cpu[a][p], reps) : -1;
+            program_rss[a][p] = measured ? rpb_median(rss[a][p], reps) : -1;
         }
     remove_work_dir(dir);
 }
@@ -917,6 +922,14 @@ static void print_programs(void)
                 cell2(program_wall[a][p], program_cpu[a][p], "%.2f/%.2f");
         printf("\n");
     }
+    printf("peak RSS of the process, MiB (median; lower is better)\n");
+    for (int p = 0; p < rpb_nprograms && p < MAX_PROGRAMS; p++) {
+        printf("%-14s", rpb_programs[p].name);
+        for (int a = 0; a < NALLOC; a++)
+            if (program_usable(a))
+                cell(program_rss[a][p], "%.1f");
+        printf("\n");
+    }
     for (int a = 0; a < NALLOC; a++)
         if (alloc_on[a] && allocators[a].program_preload && res_alloc[a].program_why[0])
             printf("  %s: not measured: %s\n", allocators[a].name, res_alloc[a].program_why);
@@ -1143,9 +1156,17 @@ static int write_json(const char *path, const char *machine)
         fprintf(f, "%s\n    \"%s\": {", p ? "," : "", rpb_programs[p].name);
         int fa = 1;
         for (int a = 0; a < NALLOC; a++)
-            if (program_usable(a))
-                json_pair(f, &fa, allocators[a].name, "wall_s", scenario_on[SC_PROGRAM] ? program_wall[a][p] : -1,
-                          "cpu_s", scenario_on[SC_PROGRAM] ? program_cpu[a][p] : -1);
+            if (program_usable(a)) {
+                int on = scenario_on[SC_PROGRAM];
+                fprintf(f, "%s\"%s\": {\"wall_s\": ", fa ? "" : ", ", allocators[a].name);
+                fa = 0;
+                json_num(f, on ? program_wall[a][p] : -1);
+                fprintf(f, ", \"cpu_s\": ");
+                json_num(f, on ? program_cpu[a][p] : -1);
+                fprintf(f, ", \"peak_rss_mib\": ");
+                json_num(f, on ? program_rss[a][p] : -1);
+                fprintf(f, "}");
+            }
         fprintf(f, "}");
     }
     fprintf(f, "\n  }\n}\n");
@@ -1175,7 +1196,9 @@ static int write_chart(const char *path, const char *caption)
 
 /* ---- command line ------------------------------------------------------------------------ */
 
-static int select_list(const char *list, const char *const *names, int n, size_t stride, int *on)
+static void usage(void);
+
+static int select_list(const char *opt, const char *list, const char *const *names, int n, size_t stride, int *on)
 {
     for (int i = 0; i < n; i++)
         on[i] = 0;
@@ -1189,11 +1212,68 @@ static int select_list(const char *list, const char *const *names, int n, size_t
                 on[i] = found = 1;
         }
         if (!found) {
-            fprintf(stderr, "rpbench: unknown name '%s'\n", tok);
+            fprintf(stderr, "rpbench: %s: unknown name '%s' (see the lists below)\n", opt, tok);
+            usage();
             return -1;
         }
     }
     return 0;
+}
+
+/* The value of option opt as a whole number in [lo, hi]: 0, or -1 after one clear message
+ * (atoi's silent 0 for "abc" or 5 for "5x" would run a benchmark nobody asked for). */
+static int parse_number(const char *opt, const char *val, long lo, long hi, long *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(val, &end, 10);
+    if (errno != 0 || end == val || *end != 0 || v < lo || v > hi) {
+        fprintf(stderr, "rpbench: %s takes a whole number from %ld to %ld, not '%s'\n", opt, lo, hi, val);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+/* --threads: a comma-separated list of 1 to MAX_THREADS_LIST thread counts, each 1..64 (what
+ * the worker accepts). 0, or -1 after a message. */
+static int parse_threads(const char *val)
+{
+    char buf[128];
+    if (snprintf(buf, sizeof buf, "%s", val) >= (int)sizeof buf) {
+        fprintf(stderr, "rpbench: --threads: list too long\n");
+        return -1;
+    }
+    int n = 0;
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        long t;
+        if (n == MAX_THREADS_LIST) {
+            fprintf(stderr, "rpbench: --threads takes at most %d counts\n", MAX_THREADS_LIST);
+            return -1;
+        }
+        if (parse_number("--threads", tok, 1, 64, &t) != 0)
+            return -1;
+        threads_list[n++] = (int)t;
+    }
+    if (n == 0) {
+        fprintf(stderr, "rpbench: --threads takes a list of thread counts, e.g. 1,2,4,8\n");
+        return -1;
+    }
+    nthreads_list = n;
+    return 0;
+}
+
+/* Creates (or truncates) an output file before the measurements start, so that a path that
+ * cannot be written fails at once rather than after a quarter of an hour of benchmarks. */
+static int output_writable(const char *path)
+{
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        fprintf(stderr, "rpbench: cannot write %s: %s\n", path, strerror(errno));
+        return 0;
+    }
+    fclose(f);
+    return 1;
 }
 
 static void usage(void)
@@ -1253,18 +1333,31 @@ int main(int argc, char **argv)
             thread_ops = 500000;
             grow_max_mib = 64;
         } else if (!val) {
+            fprintf(stderr, "rpbench: %s: %s\n", arg,
+                    strncmp(arg, "--", 2) == 0 ? "unknown option, or one that needs a value" : "not an option");
             usage();
             return 2;
         } else if (strcmp(arg, "--reps") == 0) {
-            reps = atoi(argv[++i]);
+            long v;
+            if (parse_number(arg, argv[++i], 1, MAX_REPS, &v) != 0)
+                return 2;
+            reps = (int)v;
         } else if (strcmp(arg, "--rounds") == 0) {
-            rounds = atoi(argv[++i]);
+            long v;
+            if (parse_number(arg, argv[++i], 2, MAX_ROUNDS, &v) != 0)
+                return 2;
+            rounds = (int)v;
         } else if (strcmp(arg, "--per-round") == 0) {
-            per_round = atoi(argv[++i]);
+            long v;
+            if (parse_number(arg, argv[++i], 1, 10000000, &v) != 0)
+                return 2;
+            per_round = (int)v;
         } else if (strcmp(arg, "--churn-ops") == 0) {
-            churn_ops = atol(argv[++i]);
+            if (parse_number(arg, argv[++i], 1, 1000000000000L, &churn_ops) != 0)
+                return 2;
         } else if (strcmp(arg, "--thread-ops") == 0) {
-            thread_ops = atol(argv[++i]);
+            if (parse_number(arg, argv[++i], 1, 1000000000000L, &thread_ops) != 0)
+                return 2;
         } else if (strcmp(arg, "--case") == 0) {
             only_case = argv[++i];
         } else if (strcmp(arg, "--json") == 0) {
@@ -1272,21 +1365,18 @@ int main(int argc, char **argv)
         } else if (strcmp(arg, "--svg") == 0) {
             svg = argv[++i];
         } else if (strcmp(arg, "--scenarios") == 0) {
-            if (select_list(argv[++i], scenario_names, SC_COUNT, sizeof scenario_names[0], scenario_on) != 0)
+            if (select_list(arg, argv[++i], scenario_names, SC_COUNT, sizeof scenario_names[0], scenario_on) != 0)
                 return 2;
         } else if (strcmp(arg, "--allocators") == 0) {
-            if (select_list(argv[++i], &allocators[0].name, NALLOC, sizeof allocators[0], alloc_on) != 0)
+            if (select_list(arg, argv[++i], &allocators[0].name, NALLOC, sizeof allocators[0], alloc_on) != 0)
                 return 2;
             alloc_on[0] = 1; /* rampart is the subject of every ratio */
             named = 1;
         } else if (strcmp(arg, "--threads") == 0) {
-            nthreads_list = 0;
-            char buf[128];
-            snprintf(buf, sizeof buf, "%s", argv[++i]);
-            for (char *s = NULL, *t = strtok_r(buf, ",", &s); t && nthreads_list < MAX_THREADS_LIST;
-                 t = strtok_r(NULL, ",", &s))
-                threads_list[nthreads_list++] = atoi(t);
+            if (parse_threads(argv[++i]) != 0)
+                return 2;
         } else {
+            fprintf(stderr, "rpbench: %s: unknown option\n", arg);
             usage();
             return 2;
         }
@@ -1294,20 +1384,33 @@ int main(int argc, char **argv)
     if (!named)
         for (int a = 0; a < NALLOC; a++)
             alloc_on[a] = debug_rows || !allocators[a].debug_row;
-    if (reps < 1 || reps > MAX_REPS || rounds < 2 || rounds > MAX_ROUNDS || per_round < 1 || churn_ops < 1 ||
-        thread_ops < 1 || nthreads_list < 1) {
-        fprintf(stderr, "rpbench: --reps 1..%d, --rounds 2..%d, counts >= 1\n", MAX_REPS, MAX_ROUNDS);
-        return 2;
-    }
     if (only_case) {
         int found = 0;
         for (int c = 0; c < rpb_ncases; c++)
             found |= strcmp(only_case, rpb_cases[c].name) == 0;
         if (!found) {
+            fprintf(stderr, "rpbench: unknown case '%s'\n", only_case);
             usage();
             return 2;
         }
     }
+    /* Output paths: relative ones are the caller's under `bazel run`; both are checked now. */
+    char json_path[PATH_MAX], svg_path[PATH_MAX];
+    const char *wd = getenv("BUILD_WORKING_DIRECTORY");
+    if (json && json[0] != '/' && wd)
+        snprintf(json_path, sizeof json_path, "%s/%s", wd, json);
+    else if (json)
+        snprintf(json_path, sizeof json_path, "%s", json);
+    json = json ? json_path : NULL;
+    if (svg[0] == '/' || (svg[0] && !wd))
+        snprintf(svg_path, sizeof svg_path, "%s", svg);
+    else if (svg[0])
+        snprintf(svg_path, sizeof svg_path, "%s/%s", wd, svg);
+    else
+        snprintf(svg_path, sizeof svg_path, "%s%srpbench.svg", wd ? wd : "", wd ? "/" : "");
+    int want_chart = scenario_on[SC_SEED] && strcmp(svg, "none") != 0;
+    if ((json && !output_writable(json)) || (want_chart && !output_writable(svg_path)))
+        return 2;
     resolve_allocators();
     if (!res_alloc[0].active) {
         fprintf(stderr, "rpbench: rampart: %s\n", res_alloc[0].why);
@@ -1363,30 +1466,21 @@ int main(int argc, char **argv)
     print_targets();
     printf("\n(%.0f s)\n", (double)time(NULL) - t0);
 
-    char json_path[PATH_MAX];
-    if (json && json[0] != '/' && getenv("BUILD_WORKING_DIRECTORY")) /* bazel run: the caller's directory */
-        snprintf(json_path, sizeof json_path, "%s/%s", getenv("BUILD_WORKING_DIRECTORY"), json);
-    else if (json)
-        snprintf(json_path, sizeof json_path, "%s", json);
-    json = json ? json_path : NULL;
-    if (json && write_json(json, machine) != 0)
+    int status = 0;
+    if (json && write_json(json, machine) != 0) {
         fprintf(stderr, "rpbench: cannot write %s: %s\n", json, strerror(errno));
-    if (scenario_on[SC_SEED] && strcmp(svg, "none") != 0) {
-        char path[PATH_MAX];
-        const char *wd = getenv("BUILD_WORKING_DIRECTORY");
-        if (svg[0] == '/' || (svg[0] && !wd))
-            snprintf(path, sizeof path, "%s", svg);
-        else if (svg[0])
-            snprintf(path, sizeof path, "%s/%s", wd, svg);
-        else
-            snprintf(path, sizeof path, "%s%srpbench.svg", wd ? wd : "", wd ? "/" : "");
+        status = 1;
+    }
+    if (want_chart) {
         char caption[512];
         snprintf(caption, sizeof caption, "rpbench seed scenario: ns per allocation per round (%d x %d, median of %d) -- %s",
                  rounds, per_round, long_reps(), machine);
-        if (write_chart(path, caption) == 0)
-            printf("chart: %s\n", path);
-        else
-            fprintf(stderr, "rpbench: cannot write %s: %s\n", path, strerror(errno));
+        if (write_chart(svg_path, caption) == 0) {
+            printf("chart: %s\n", svg_path);
+        } else {
+            fprintf(stderr, "rpbench: cannot write %s: %s\n", svg_path, strerror(errno));
+            status = 1;
+        }
     }
-    return 0;
+    return status;
 }

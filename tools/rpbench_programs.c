@@ -219,6 +219,7 @@ int rpb_program_run(int p, const char *exe, const char *dir, const char *preload
     clock_gettime(CLOCK_MONOTONIC, &t1);
     out->wall_s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
     out->cpu_s = seconds(&ru.ru_utime) + seconds(&ru.ru_stime);
+    out->peak_rss_mib = (double)ru.ru_maxrss / 1024.0; /* Linux reports KiB */
     out->output_hash = hash_file(result);
     char trouble[200] = "";
     int troubled = trouble_in(err, trouble, sizeof trouble);

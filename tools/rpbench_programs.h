@@ -4,7 +4,9 @@
  *
  * The workloads form a table: each names an executable, how it gets its generated script
  * (written once into a work directory) and its environment. A run measures wall-clock time and
- * the CPU time (user + system) of the process and its children, and hashes what it printed, so
+ * the CPU time (user + system) of the process and its children and its peak resident set
+ * (which is where an allocator's per-block overhead shows in a real program), and hashes what
+ * it printed, so
  * the driver can check that every allocator produced the same output. */
 #ifndef RPBENCH_PROGRAMS_H
 #define RPBENCH_PROGRAMS_H
@@ -34,6 +36,7 @@ int rpb_program_find(int p, char *path, size_t len);
 
 typedef struct rpb_run {
     double wall_s, cpu_s;  /* elapsed; user + system of the process and its children */
+    double peak_rss_mib;   /* the largest resident set of the process or one of its children */
     uint64_t output_hash;  /* FNV-1a of stdout */
     char error[240];       /* why the run failed ("" = it did not) */
 } rpb_run;

@@ -1,0 +1,192 @@
+/* rpbench end to end, at a tiny scale: every scenario runs on rampart, glibc and rp_alloc and
+ * the table, the JSON and the SVG chart come out complete and sane; bad options and output
+ * paths that cannot be written fail at once with one clear message and status 2, before any
+ * measurement. Figures are only checked for being measured (positive, plausible ratios),
+ * never for speed: the machine's load must not make this test fail.
+ *
+ * Argument: the rpbench binary. Needs python3 and sqlite3 for the program scenario (the setup
+ * script installs both). */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "child_process.h"
+#include "json_lite.h"
+#include "testing.h"
+
+static const char *rpbench;
+static char tmpdir[512];
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return NULL;
+    static char buf[1 << 20];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    return buf;
+}
+
+static int positive(const jv *v) { return v && v->type == JV_NUMBER && jv_num(v) > 0; }
+
+/* One allocator's results for the case of the run: rounds figures per round and the rest. */
+static void check_case_results(const jv *results, const char *name, int rounds)
+{
+    const jv *r = jv_get(results, name);
+    CHECKF(r != NULL, "no results for %s", name);
+    if (!r)
+        return;
+    const jv *seed = jv_get(r, "seed_round_ns");
+    CHECKF(seed && (int)jv_len(seed) == rounds, "%s: %d seed rounds expected", name, rounds);
+    for (size_t i = 0; seed && i < jv_len(seed); i++)
+        CHECKF(positive(jv_at(seed, i)), "%s: seed round %zu not measured", name, i + 1);
+    CHECKF(positive(jv_get(r, "seed_mean_ns")), "%s: seed mean", name);
+    CHECKF(positive(jv_get(r, "seed_last_over_first")), "%s: seed flatness", name);
+    CHECKF(positive(jv_get(r, "churn_ns")), "%s: churn", name);
+    CHECKF(positive(jv_get(r, "churn_p999_ns")), "%s: churn p99.9", name);
+    /* Peak RSS over bytes requested: measured, and far from 10. (At this scale it can be far
+     * below 1: memory resident before the run, a huge page the allocator had already touched,
+     * takes the allocations.) */
+    double m = jv_num(jv_get(r, "memory_ratio"));
+    CHECKF(m > 0 && m < 10, "%s: memory ratio %g", name, m);
+}
+
+static void check_threads(const jv *doc, const char *key, const char *name)
+{
+    const jv *t = jv_get(jv_get(doc, key), name);
+    CHECKF(t != NULL, "%s: no %s", name, key);
+    CHECKF(positive(jv_get(t, "1")) && positive(jv_get(t, "2")), "%s: %s not measured on 1 and 2 threads", name, key);
+}
+
+static void check_program(const jv *doc, const char *workload, const char *name)
+{
+    const jv *p = jv_get(jv_get(jv_get(doc, "program"), workload), name);
+    CHECKF(p != NULL, "%s: no %s run", name, workload);
+    CHECKF(positive(jv_get(p, "wall_s")) && positive(jv_get(p, "cpu_s")), "%s: %s times", name, workload);
+    /* python3 and sqlite3 each take more than a MiB and far less than 4 GiB. */
+    double rss = jv_num(jv_get(p, "peak_rss_mib"));
+    CHECKF(rss > 1 && rss < 4096, "%s: %s peak RSS %g MiB", name, workload, rss);
+}
+
+static void test_full_run(void)
+{
+    char json[600], svg[600];
+    snprintf(json, sizeof json, "%s/run.json", tmpdir);
+    snprintf(svg, sizeof svg, "%s/run.svg", tmpdir);
+    char *argv[] = {(char *)rpbench, "--quick", "--rounds", "3", "--per-round", "300", "--churn-ops", "20000",
+                    "--thread-ops", "40000", "--threads", "1,2", "--case", "100/64", "--scenarios",
+                    "seed,churn,memory,pairs,prodcons,grow,program", "--allocators", "rampart,glibc,rp_alloc",
+                    "--json", json, "--svg", svg, NULL};
+    static child_result r;
+    REQUIRE(run_argv(argv, NULL, &r) == 0);
+    CHECKF(r.exited && r.code == 0, "rpbench ended with status %d signal %d:\n%s", r.code, r.signal, r.err);
+    /* The table: one section per scenario, and the ratio rows. */
+    const char *sections[] = {"seed: ", "churn: ", "memory: ", "pairs: ", "prodcons: ", "grow: ",
+                              "program: ", "peak RSS of the process, MiB", "rampart / other"};
+    for (size_t i = 0; i < sizeof sections / sizeof sections[0]; i++)
+        CHECKF(strstr(r.out, sections[i]) != NULL, "no '%s' in the table:\n%s", sections[i], r.out);
+    CHECKF(strstr(r.out, "not measured") == NULL && strstr(r.out, "SKIPPED") == NULL, "something skipped:\n%s",
+           r.out);
+
+    char *text = slurp(json);
+    REQUIRE(text != NULL);
+    char err[200];
+    jv *doc = jv_parse(text, err, sizeof err);
+    CHECKF(doc != NULL, "JSON: %s", err);
+    if (doc) {
+        CHECK(jv_num(jv_get(doc, "rounds")) == 3);
+        const jv *cases = jv_get(doc, "cases");
+        CHECK(jv_len(cases) == 1);
+        const jv *c0 = jv_at(cases, 0);
+        CHECK(strcmp(jv_str(jv_get(c0, "case")), "100/64") == 0);
+        const char *rows[] = {"rampart", "glibc", "rp_alloc"};
+        for (int i = 0; i < 3; i++)
+            check_case_results(jv_get(c0, "results"), rows[i], 3);
+        CHECK(jv_get(jv_get(c0, "results"), "jemalloc") == NULL); /* not selected */
+        for (int i = 0; i < 2; i++) {
+            check_threads(doc, "pairs_ops_per_s", rows[i]);
+            check_threads(doc, "prodcons_ops_per_s", rows[i]);
+            check_threads(doc, "pairs_cpu_ns_per_op", rows[i]);
+            CHECKF(positive(jv_get(jv_get(jv_get(jv_get(doc, "grow"), "x1.5"), rows[i]), "cpu_ms")),
+                   "%s: grow not measured", rows[i]);
+            check_program(doc, "sqlite-100k", rows[i]);
+            check_program(doc, "python-alloc", rows[i]);
+        }
+        jv_free(doc);
+    }
+
+    text = slurp(svg);
+    REQUIRE(text != NULL);
+    CHECK(strncmp(text, "<svg", 4) == 0 || strncmp(text, "<?xml", 5) == 0);
+    size_t len = strlen(text);
+    CHECK(len > 7 && strstr(text + len - 8, "</svg>") != NULL);
+    CHECK(strstr(text, "100/64") && strstr(text, "rampart") && strstr(text, "glibc") && strstr(text, "rp_alloc"));
+}
+
+/* Each bad command line: status 2 at once, one message naming what was wrong, no JSON. */
+static void test_bad_options(void)
+{
+    char json[600], unwritable[600];
+    snprintf(json, sizeof json, "%s/bad.json", tmpdir);
+    snprintf(unwritable, sizeof unwritable, "%s/no-such-dir/out.json", tmpdir);
+    struct {
+        const char *args[4];
+        const char *says;
+    } cases[] = {
+        {{"--reps", "0"}, "--reps takes a whole number"},
+        {{"--reps", "abc"}, "not 'abc'"},
+        {{"--rounds", "1"}, "--rounds takes a whole number from 2"},
+        {{"--per-round", "5x"}, "not '5x'"},
+        {{"--churn-ops", "99999999999999999999"}, "--churn-ops"},
+        {{"--thread-ops", "-3"}, "--thread-ops"},
+        {{"--threads", "0"}, "--threads takes a whole number from 1 to 64"},
+        {{"--threads", "1,2,3,4,5,6,7,8,9"}, "at most 8"},
+        {{"--threads", ","}, "list of thread counts"},
+        {{"--case", "nosuch"}, "unknown case 'nosuch'"},
+        {{"--scenarios", "seed,bogus"}, "--scenarios: unknown name 'bogus'"},
+        {{"--allocators", "nope"}, "--allocators: unknown name 'nope'"},
+        {{"--frobnicate", "1"}, "--frobnicate: unknown option"},
+        {{"--reps"}, "--reps: unknown option, or one that needs a value"},
+        {{"stray"}, "stray: not an option"},
+        {{"--json", unwritable}, "cannot write"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        unlink(json);
+        char *argv[12];
+        int n = 0;
+        argv[n++] = (char *)rpbench;
+        for (int k = 0; k < 4 && cases[i].args[k]; k++)
+            argv[n++] = (char *)cases[i].args[k];
+        /* A JSON path rpbench would write if it went on (except where the case names its own). */
+        if (strcmp(cases[i].args[0], "--json") != 0 && n == 3) {
+            argv[n++] = "--json";
+            argv[n++] = json;
+        }
+        argv[n] = NULL;
+        static child_result r;
+        REQUIRE(run_argv(argv, NULL, &r) == 0);
+        CHECKF(r.exited && r.code == 2, "%s %s: status %d, signal %d", cases[i].args[0],
+               cases[i].args[1] ? cases[i].args[1] : "", r.code, r.signal);
+        CHECKF(strstr(r.err, cases[i].says) != NULL, "%s: expected '%s' in:\n%s", cases[i].args[0], cases[i].says,
+               r.err);
+        CHECKF(access(json, F_OK) != 0, "%s: a JSON file was written", cases[i].args[0]);
+        CHECKF(strstr(r.out, "rpbench ") == NULL, "%s: measurements started:\n%s", cases[i].args[0], r.out);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    REQUIRE(argc == 2);
+    rpbench = realpath(argv[1], NULL);
+    REQUIRE(rpbench != NULL);
+    const char *t = getenv("TEST_TMPDIR");
+    snprintf(tmpdir, sizeof tmpdir, "%s", t && t[0] ? t : "/tmp");
+    test_bad_options();
+    test_full_run();
+    TEST_MAIN_END();
+}
