@@ -7,9 +7,14 @@
 
 static size_t header_bytes(size_t capacity) { return rp_align_up(rp_region_meta_bytes(capacity), RP_PAGE_SIZE); }
 
-/* Unmaps [p, p+len), mapped here but not counted in h yet. */
+/* Unmaps [p, p+len), mapped here but not counted in h yet. It is counted only if the OS
+ * refuses: it then stays mapped (and goes on the heap's list to unmap later). Counting it
+ * first would raise os_bytes_peak by memory the heap never held: the destination of a move
+ * that failed, or alignment slack. */
 static void give_up(rp_heap *h, void *p, size_t len)
 {
+    if (rp_os_unmap(p, len) == 0)
+        return;
     rp_heap_account_os(h, len, 0);
     rp_heap_unmap(h, p, len);
 }
@@ -149,7 +154,8 @@ rp_page *rp_mapped_block_grow(rp_heap *h, rp_page *d, size_t npages)
     size_t new_meta = 0, old_meta = 0;
     if (npages > rp_mapped_block_capacity(r)) {
         old_meta = r->block_meta_len;
-        if (over_cap(h, bytes + header_bytes(2 * npages), old_bytes + old_meta))
+        /* The old header is unmapped last: both are mapped (and counted) together. */
+        if (over_cap(h, bytes + header_bytes(2 * npages), old_bytes))
             return NULL;
         nr = map_header(2 * npages, &new_meta);
         if (!nr)

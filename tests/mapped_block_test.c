@@ -414,6 +414,94 @@ static void test_os_failures(void)
     CHECK(rp_os_mapped_bytes() - rp_pagemap_bytes() == base);
 }
 
+/* Under max_bytes, os_bytes_peak never passes the cap, whatever fails. A growth that must
+ * move (something is mapped right after the area) and whose move fails gives its new area
+ * back: that area was never the heap's memory and must not count (it once did, for a moment,
+ * and raised the peak past the cap: found by the heap_ops fuzzer). With a cap too tight for
+ * a copy, realloc then fails with ENOMEM and keeps the block. */
+static void test_cap_with_os_failures(void)
+{
+    const size_t cap = 64 * MiB;
+    int moved = 0, refused = 0;
+    for (uint64_t nth = 1; nth <= 12; nth++) {
+        rp_heap_config cfg = {0};
+        cfg.max_bytes = cap;
+        rp_heap *h = rp_heap_create(&cfg);
+        REQUIRE(h);
+        unsigned char *p = rp_alloc(h, 34 * MiB, 0);
+        REQUIRE(p);
+        CHECK(mapped_block(p));
+        stamp(p, 64 * 1024, 4);
+        void *after = mmap(p + rp_usable_size(p), 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE,
+                           -1, 0);
+        if (after == MAP_FAILED)
+            after = NULL;
+        rp_os_fail_at(nth);
+        errno = 0;
+        unsigned char *q = rp_realloc(h, p, 60 * MiB); /* a move fits the cap, a copy does not */
+        rp_os_fail_at(0);
+        if (q) {
+            CHECK(mapped_block(q) && stamped(q, 64 * 1024, 4) && rp_usable_size(q) >= 60 * MiB);
+            moved++;
+        } else {
+            CHECK(errno == ENOMEM && mapped_block(p) && stamped(p, 64 * 1024, 4) && rp_usable_size(p) == 34 * MiB);
+            refused++;
+            q = p;
+        }
+        CHECK_HEAP(h);
+        rp_heap_stats_t st;
+        rp_heap_stats(h, &st);
+        CHECKF(st.os_bytes_peak <= cap, "failure at OS call %llu: os_bytes_peak %zu over the cap %zu",
+               (unsigned long long)nth, st.os_bytes_peak, cap);
+        rp_free(q);
+        if (after)
+            munmap(after, 4096);
+        rp_heap_destroy(h);
+    }
+    printf("capped growth with one failing OS call: %d moved, %d refused\n", moved, refused);
+    CHECK(moved >= 1 && refused >= 1);
+}
+
+/* A growth that needs a bigger header maps it while the old one is still mapped (the old one
+ * is unmapped last): the cap must leave room for both. Caps from just below to well above
+ * what the growth needs, page by page: the growth fails with ENOMEM (block intact) or
+ * succeeds, and the peak stays under the cap either way. */
+static void test_cap_with_new_header(void)
+{
+    int grew = 0, refused = 0;
+    for (size_t cap = 12 * MiB; cap <= 13 * MiB; cap += 4096) {
+        rp_heap_config cfg = {0};
+        cfg.max_bytes = cap;
+        cfg.mapped_block_bytes = 2 * MiB;
+        rp_heap *h = rp_heap_create(&cfg);
+        REQUIRE(h);
+        unsigned char *p = rp_alloc(h, 4 * MiB, 0);
+        REQUIRE(p);
+        REQUIRE(mapped_block(p));
+        stamp(p, 4096, 6);
+        errno = 0;
+        /* Three times the pages: more descriptors than the first header holds. */
+        unsigned char *q = rp_realloc(h, p, 12 * MiB);
+        if (q) {
+            CHECK(mapped_block(q) && stamped(q, 4096, 6));
+            grew++;
+        } else {
+            CHECK(errno == ENOMEM && stamped(p, 4096, 6) && rp_usable_size(p) == 4 * MiB);
+            refused++;
+            q = p;
+        }
+        rp_heap_stats_t st;
+        rp_heap_stats(h, &st);
+        CHECKF(st.os_bytes_peak <= cap, "cap %zu: os_bytes_peak %zu (%s)", cap, st.os_bytes_peak,
+               q == p ? "refused" : "grown");
+        CHECK_HEAP(h);
+        rp_free(q);
+        rp_heap_destroy(h);
+    }
+    printf("growth to a new header under caps of 12-13 MiB: %d grown, %d refused\n", grew, refused);
+    CHECK(grew >= 1 && refused >= 1);
+}
+
 /* The checker sees a damaged mapped-block region (G1..G4). */
 static void test_checker(void)
 {
@@ -475,6 +563,8 @@ int main(void)
     test_realloc_moves_to_mapping();
     test_cap();
     test_os_failures();
+    test_cap_with_os_failures();
+    test_cap_with_new_header();
     test_checker();
     TEST_MAIN_END();
 }
