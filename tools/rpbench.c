@@ -1052,15 +1052,16 @@ static void json_num(FILE *f, double v)
         fprintf(f, "%.4g", v);
 }
 
-/* One allocator's entry of two figures, "name": {"k1": v1, "k2": v2}, a comma before it unless
- * *first. */
-static void json_pair(FILE *f, int *first, const char *name, const char *k1, double v1, const char *k2, double v2)
+/* One allocator's entry, "name": {"k0": v0, "k1": v1, ...} (n figures), a comma before it
+ * unless *first. */
+static void json_entry(FILE *f, int *first, const char *name, int n, const char *const *keys, const double *vals)
 {
-    fprintf(f, "%s\"%s\": {\"%s\": ", *first ? "" : ", ", name, k1);
+    fprintf(f, "%s\"%s\": {", *first ? "" : ", ", name);
     *first = 0;
-    json_num(f, v1);
-    fprintf(f, ", \"%s\": ", k2);
-    json_num(f, v2);
+    for (int i = 0; i < n; i++) {
+        fprintf(f, "%s\"%s\": ", i ? ", " : "", keys[i]);
+        json_num(f, vals[i]);
+    }
     fprintf(f, "}");
 }
 
@@ -1145,9 +1146,12 @@ static int write_json(const char *path, const char *machine)
         fprintf(f, "%s\"%s\": {", g ? ", " : "", grow_patterns[g]);
         int fa = 1;
         for (int a = 0; a < NALLOC; a++)
-            if (alloc_usable(a, NULL))
-                json_pair(f, &fa, allocators[a].name, "cpu_ms", scenario_on[SC_GROW] ? grow_ms[a][g] : -1,
-                          "reached_mib", scenario_on[SC_GROW] ? grow_reached[a][g] : -1);
+            if (alloc_usable(a, NULL)) {
+                static const char *const keys[] = {"cpu_ms", "reached_mib"};
+                int on = scenario_on[SC_GROW];
+                double vals[] = {on ? grow_ms[a][g] : -1, on ? grow_reached[a][g] : -1};
+                json_entry(f, &fa, allocators[a].name, 2, keys, vals);
+            }
         fprintf(f, "}");
     }
     fprintf(f, "},\n");
@@ -1157,15 +1161,11 @@ static int write_json(const char *path, const char *machine)
         int fa = 1;
         for (int a = 0; a < NALLOC; a++)
             if (program_usable(a)) {
+                static const char *const keys[] = {"wall_s", "cpu_s", "peak_rss_mib"};
                 int on = scenario_on[SC_PROGRAM];
-                fprintf(f, "%s\"%s\": {\"wall_s\": ", fa ? "" : ", ", allocators[a].name);
-                fa = 0;
-                json_num(f, on ? program_wall[a][p] : -1);
-                fprintf(f, ", \"cpu_s\": ");
-                json_num(f, on ? program_cpu[a][p] : -1);
-                fprintf(f, ", \"peak_rss_mib\": ");
-                json_num(f, on ? program_rss[a][p] : -1);
-                fprintf(f, "}");
+                double vals[] = {on ? program_wall[a][p] : -1, on ? program_cpu[a][p] : -1,
+                                 on ? program_rss[a][p] : -1};
+                json_entry(f, &fa, allocators[a].name, 3, keys, vals);
             }
         fprintf(f, "}");
     }
@@ -1235,6 +1235,16 @@ static int parse_number(const char *opt, const char *val, long lo, long hi, long
     return 0;
 }
 
+/* parse_number for an option stored in an int. */
+static int parse_int(const char *opt, const char *val, int lo, int hi, int *out)
+{
+    long v;
+    if (parse_number(opt, val, lo, hi, &v) != 0)
+        return -1;
+    *out = (int)v;
+    return 0;
+}
+
 /* --threads: a comma-separated list of 1 to MAX_THREADS_LIST thread counts, each 1..64 (what
  * the worker accepts). 0, or -1 after a message. */
 static int parse_threads(const char *val)
@@ -1246,14 +1256,13 @@ static int parse_threads(const char *val)
     }
     int n = 0;
     for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        long t;
         if (n == MAX_THREADS_LIST) {
             fprintf(stderr, "rpbench: --threads takes at most %d counts\n", MAX_THREADS_LIST);
             return -1;
         }
-        if (parse_number("--threads", tok, 1, 64, &t) != 0)
+        if (parse_int("--threads", tok, 1, 64, &threads_list[n]) != 0)
             return -1;
-        threads_list[n++] = (int)t;
+        n++;
     }
     if (n == 0) {
         fprintf(stderr, "rpbench: --threads takes a list of thread counts, e.g. 1,2,4,8\n");
@@ -1263,11 +1272,12 @@ static int parse_threads(const char *val)
     return 0;
 }
 
-/* Creates (or truncates) an output file before the measurements start, so that a path that
- * cannot be written fails at once rather than after a quarter of an hour of benchmarks. */
+/* Opens an output file for appending (creating it if need be, leaving what it holds) before
+ * the measurements start, so that a path that cannot be written fails at once rather than
+ * after a quarter of an hour of benchmarks; the results replace it at the end. */
 static int output_writable(const char *path)
 {
-    FILE *f = fopen(path, "w");
+    FILE *f = fopen(path, "a");
     if (!f) {
         fprintf(stderr, "rpbench: cannot write %s: %s\n", path, strerror(errno));
         return 0;
@@ -1338,20 +1348,14 @@ int main(int argc, char **argv)
             usage();
             return 2;
         } else if (strcmp(arg, "--reps") == 0) {
-            long v;
-            if (parse_number(arg, argv[++i], 1, MAX_REPS, &v) != 0)
+            if (parse_int(arg, argv[++i], 1, MAX_REPS, &reps) != 0)
                 return 2;
-            reps = (int)v;
         } else if (strcmp(arg, "--rounds") == 0) {
-            long v;
-            if (parse_number(arg, argv[++i], 2, MAX_ROUNDS, &v) != 0)
+            if (parse_int(arg, argv[++i], 2, MAX_ROUNDS, &rounds) != 0)
                 return 2;
-            rounds = (int)v;
         } else if (strcmp(arg, "--per-round") == 0) {
-            long v;
-            if (parse_number(arg, argv[++i], 1, 10000000, &v) != 0)
+            if (parse_int(arg, argv[++i], 1, 10000000, &per_round) != 0)
                 return 2;
-            per_round = (int)v;
         } else if (strcmp(arg, "--churn-ops") == 0) {
             if (parse_number(arg, argv[++i], 1, 1000000000000L, &churn_ops) != 0)
                 return 2;
