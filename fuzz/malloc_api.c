@@ -26,7 +26,7 @@
  * the executable's own calls (this harness, and libFuzzer's static code) still reach
  * rampart's functions, while the sanitizer runtime and libc keep their allocator. Either way
  * the harness proves it: every block it receives must belong to a heap flagged
- * RP_HEAP_MALLOC_ARENA (rp_heap_of), or the run aborts saying the calls missed rampart.
+ * RP_HEAP_MALLOC_ARENA (rp_ms_heap_of: slab blocks too), or the run aborts saying the calls missed rampart.
  *
  * Sizes stay at most 4 MiB or start at 2^47 (no machine can map that): a size in between
  * could succeed or fail depending on the machine, so a calloc or reallocarray product that
@@ -63,6 +63,7 @@
 #include "rampart_malloc.h"
 #include "src/arena.h"
 #include "src/heap.h"
+#include "src/malloc_slabs.h"
 #include "src/pagemap.h"
 #include "src/region.h"
 #include "src/span.h"
@@ -202,7 +203,7 @@ static void verify_block(const mblock *b, size_t limit, const char *when)
  * reach rampart (see the comment at the top). */
 static void expect_rampart_block(const void *p, const char *from)
 {
-    rp_heap *h = rp_heap_of(p);
+    rp_heap *h = rp_ms_heap_of(p); /* slab blocks included */
     EXPECT(h && (h->flags & RP_HEAP_MALLOC_ARENA),
            "%s returned %p, which is not a block of a rampart malloc arena (heap %s): the harness is not calling "
            "rampart's malloc",
@@ -640,6 +641,13 @@ static void sum_arenas(arena_sums *t)
         t->page_free += st.page_free_bytes;
         t->released += st.os_released;
     }
+    /* Slabs (malloc_slabs.h): counted by mallinfo2 and released by malloc_trim too. */
+    rp_ms_totals_t sl;
+    rp_ms_totals(&sl);
+    t->os += sl.slab_bytes;
+    t->in_use += sl.live_bytes;
+    t->free_bytes += sl.slab_bytes - sl.live_bytes;
+    t->released += sl.released_bytes;
 }
 
 static void do_glibc(uint8_t pad)
@@ -671,6 +679,7 @@ static void do_glibc(uint8_t pad)
     rp_malloc_stats_t st;
     rp_malloc_stats(&st);
     EXPECT(st.transfer_bytes == 0, "malloc_trim left %zu bytes in the transfer caches", st.transfer_bytes);
+    EXPECT(st.slabs_empty == 0, "malloc_trim left %zu empty slabs kept", st.slabs_empty);
     EXPECT(!rp_tc_self || (size_t)rp_tc_self->room == rp_tc_self->cap, "malloc_trim left %zu bytes in this thread's cache",
            rp_tc_self->cap - (size_t)rp_tc_self->room);
     expect_malloc_check(" after malloc_trim");
@@ -684,11 +693,15 @@ static void do_flush(void)
            rp_tc_self->cap - (size_t)rp_tc_self->room);
 }
 
-/* The thread-cache bin a live span block p of the drop-in files it in when freed, or NULL
- * (not a cacheable span block). */
+/* The thread-cache bin a live span or slab block p of the drop-in files it in when freed, or
+ * NULL (not a cacheable block). */
 static const rp_tc_bin *bin_of(const void *p)
 {
     rp_tcache *tc = rp_tc_self;
+    if (tc && rp_ms_contains(p)) {
+        uint32_t stride;
+        return rp_slab_block_live(&rp_ms_space, p, &stride) ? &tc->bins[rp_slab_class_of(stride)] : NULL;
+    }
     rp_region *r = rp_pagemap_lookup(p);
     if (!tc || !r)
         return NULL;
@@ -758,7 +771,7 @@ static void page_burst(int n, uint16_t size16)
     }
     rp_heap_stats_t before[RP_MAX_ARENAS];
     for (int i = 0; i < 2 * n; i++)
-        mine[arena_index(rp_heap_of(model.slots[NSLOTS + i].p))]++;
+        mine[arena_index(rp_ms_heap_of(model.slots[NSLOTS + i].p))]++;
     for (unsigned a = 0; a < RP_MAX_ARENAS; a++)
         if (mine[a])
             rp_heap_stats(rp_arena_get(a), &before[a]);
@@ -806,7 +819,7 @@ static void do_burst(uint8_t count, uint16_t size16)
     int uniform = bin != NULL;
     for (int i = 0; i < k && uniform; i++) {
         const mblock *b = &model.slots[NSLOTS + i];
-        uniform = b->usable == first->usable && bin_of(b->p) == bin && rp_heap_of(b->p) == arena;
+        uniform = b->usable == first->usable && bin_of(b->p) == bin && rp_ms_heap_of(b->p) == arena;
     }
 
     worker_flush();
@@ -834,23 +847,30 @@ static void do_burst(uint8_t count, uint16_t size16)
     do_flush();
     int expect_take = uniform && x->n[c] > 0;
     rp_heap_stats_t h0, h1;
+    uint64_t slab_taken0, slab_given0, slab_taken1, slab_given1; /* slab blocks (malloc_slabs.h) */
     rp_heap_stats(arena, &h0);
+    rp_ms_counts(arena, &slab_taken0, &slab_given0);
     rp_malloc_stats(&s3);
     burst_malloc(k, size);
     rp_malloc_stats(&s4);
+    rp_ms_counts(arena, &slab_taken1, &slab_given1);
     rp_heap_stats(arena, &h1);
     expect_burst_disjoint(k);
     uint64_t takes = s4.transfer_takes - s3.transfer_takes;
     if (expect_take)
         EXPECT(takes > 0, "%d allocations of %zu bytes took no batch from the transfer cache holding %u", k, size,
                x->n[c]);
-    if (uniform && s4.transfer_puts == s3.transfer_puts && h1.free_calls == h0.free_calls) {
-        long long from_heap = (long long)(h1.alloc_calls - h0.alloc_calls);
-        long long taken = k - from_heap + bin->count;
+    if (uniform && s4.transfer_puts == s3.transfer_puts && h1.free_calls == h0.free_calls &&
+        slab_given1 == slab_given0) {
+        /* From the heap or the arena's slab pool; left in the bin or its run of fresh slab
+         * blocks (T6 of thread_cache.h). */
+        long long from_heap = (long long)(h1.alloc_calls - h0.alloc_calls + slab_taken1 - slab_taken0);
+        unsigned left = bin->count + (c < RP_SLAB_CLASSES ? tc->runs[c].left : 0);
+        long long taken = k - from_heap + left;
         EXPECT(taken >= (long long)takes && taken <= (long long)takes * RP_TC_LIMIT_MAX &&
                    (takes > 0 || taken == 0),
                "%d allocations: %lld blocks from the heap, %u left in the bin, so %lld from %llu transfer batches", k,
-               from_heap, bin->count, taken, (unsigned long long)takes);
+               from_heap, left, taken, (unsigned long long)takes);
         EXPECT(s3.transfer_bytes - s4.transfer_bytes >= (size_t)taken * rp_tc_class_size(c),
                "%lld blocks taken from the transfer cache, which shrank by %zu bytes only", taken,
                s3.transfer_bytes - s4.transfer_bytes);
@@ -1003,6 +1023,15 @@ static void undo(void)
     }
 }
 
+/* An offset into the cached block p that is not a block's start: 16 bytes (for a span block,
+ * its user data then passes for no header), or 8 for a slab block of stride 16, whose next
+ * block starts 16 bytes on (and may be cached elsewhere, its tag intact). */
+static size_t into_block(const void *p)
+{
+    uint32_t stride;
+    return rp_ms_contains(p) && rp_slab_block_live(&rp_ms_space, p, &stride) && stride == 16 ? 8 : 16;
+}
+
 /* A bin of this thread's cache holding at least two blocks of `size` bytes, the last three
  * freed on top (NULL when the frees did not cache them). */
 static rp_tc_bin *prepared_bin(size_t size)
@@ -1077,7 +1106,7 @@ static void do_damage(uint8_t kind, uint8_t x)
         switch (kind) {
         case 0:
             if ((x & 3) == 1) {
-                POKE(*top, (void *)((char *)head + 16));
+                POKE(*top, (void *)((char *)head + into_block(head)));
                 expect_named("T1:", "a slot pointing into its block");
             } else if ((x & 3) == 2) {
                 POKE(bin->slots, bin->slots + 1);
@@ -1149,7 +1178,7 @@ static void do_damage(uint8_t kind, uint8_t x)
         expect_named("X2:", x & 1 ? "an empty batch" : "a batch above its size");
         break;
     case 12:
-        POKE(*first, x & 1 ? NULL : (void *)((char *)w + 16));
+        POKE(*first, x & 1 ? NULL : (void *)((char *)w + into_block(w)));
         expect_named("X1:", x & 1 ? "a batch's slot zeroed" : "a batch's slot pointing into its block");
         break;
     case 13:

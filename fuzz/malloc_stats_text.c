@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "fuzz/expect.h"
+#include "src/malloc_slabs.h"
 #include "src/options.h"
 
 /* ---- snapshots --------------------------------------------------------------------------- */
@@ -22,6 +23,8 @@ static void arena_sums(const stats_snapshot *s, size_t *n, size_t *in_use, size_
         *in_use += s->arena[i].bytes_in_use;
         *os += s->arena[i].os_bytes;
     }
+    *in_use += s->slab.live_bytes;
+    *os += s->slab.slab_bytes;
 }
 
 static void read_arenas(stats_snapshot *s)
@@ -30,6 +33,7 @@ static void read_arenas(stats_snapshot *s)
         rp_heap *h = rp_arena_get(i);
         s->has[i] = h && rp_heap_stats(h, &s->arena[i]) == 0;
     }
+    rp_ms_totals(&s->slab);
 }
 
 void stats_snapshot_take(stats_snapshot *s)
@@ -57,9 +61,10 @@ void stats_snapshot_take(stats_snapshot *s)
     /* Each arena's transfer cache holds at most four thread caches' worth. */
     EXPECT(m->transfer_bytes <= m->arenas * 4 * m->cache_bytes_limit,
            "rp_malloc_stats: %zu bytes in transfer caches, above %zu arenas' caps", m->transfer_bytes, m->arenas);
-    EXPECT(m->cached_bytes + m->transfer_bytes <= m->bytes_in_use,
-           "rp_malloc_stats: %zu bytes cached and %zu in transfer caches, but only %zu in use", m->cached_bytes,
-           m->transfer_bytes, m->bytes_in_use);
+    /* A cached slab block counts as the span block of its class would, 16 bytes over its stride. */
+    EXPECT(m->cached_bytes + m->transfer_bytes <= m->bytes_in_use + 16 * s->slab.live_blocks,
+           "rp_malloc_stats: %zu bytes cached and %zu in transfer caches, but only %zu in use (%zu live slab blocks)",
+           m->cached_bytes, m->transfer_bytes, m->bytes_in_use, s->slab.live_blocks);
     EXPECT(m->transfer_takes <= m->transfer_puts, "rp_malloc_stats: %llu batches taken, only %llu put",
            (unsigned long long)m->transfer_takes, (unsigned long long)m->transfer_puts);
     EXPECT(m->refills >= last.refills && m->flushes >= last.flushes && m->foreign_frees >= last.foreign_frees &&
@@ -207,7 +212,7 @@ void stats_text_check(const char *text, const stats_snapshot *before, const stat
     char cap[24], held[24];
     line = strtok_r(NULL, "\n", &save);
     text_line++;
-    TEXT_EXPECT(line && sscanf(line, "  thread caches: %zu live, cap %23s each; holding %23s (counted in use above)",
+    TEXT_EXPECT(line && sscanf(line, "  thread caches: %zu live, cap %23s each; holding %23s (counted as in use)",
                                &caches, cap, held) == 3,
                 "not the thread-cache line: '%s'", line ? line : "(none)");
     TEXT_EXPECT(between(caches, m0->thread_caches, m1->thread_caches), "%zu thread caches, expected %zu", caches,
@@ -236,7 +241,7 @@ void stats_text_check(const char *text, const stats_snapshot *before, const stat
     unsigned long long puts, takes;
     line = strtok_r(NULL, "\n", &save);
     text_line++;
-    TEXT_EXPECT(line && sscanf(line, "  transfer caches: holding %23s (counted in use above); batches in %llu, out %llu",
+    TEXT_EXPECT(line && sscanf(line, "  transfer caches: holding %23s (counted as in use); batches in %llu, out %llu",
                                held, &puts, &takes) == 3,
                 "not the transfer-cache line: '%s'", line ? line : "(none)");
     expect_human(held, m0->transfer_bytes, m1->transfer_bytes, "bytes in transfer caches");
@@ -244,6 +249,24 @@ void stats_text_check(const char *text, const stats_snapshot *before, const stat
                     between(takes, m0->transfer_takes, m1->transfer_takes),
                 "%llu batches in and %llu out; rp_malloc_stats says %llu and %llu", puts, takes,
                 (unsigned long long)m1->transfer_puts, (unsigned long long)m1->transfer_takes);
+    line = strtok_r(NULL, "\n", &save);
+    text_line++;
+    if (rp_ms_on()) {
+        size_t slabs, kept;
+        char bytes[24], live[24];
+        TEXT_EXPECT(line &&
+                        sscanf(line, "  slabs: %zu held (%23[^,], not in the rows above), %23s in live blocks, %zu kept empty",
+                               &slabs, bytes, live, &kept) == 4,
+                    "not the slabs line: '%s'", line ? line : "(none)");
+        TEXT_EXPECT(between(slabs, before->slab.slabs, after->slab.slabs) &&
+                        between(kept, before->slab.empty_slabs, after->slab.empty_slabs),
+                    "%zu slabs held, %zu kept empty; the pools say %zu, %zu", slabs, kept, after->slab.slabs,
+                    after->slab.empty_slabs);
+        expect_human(bytes, before->slab.slab_bytes, after->slab.slab_bytes, "slab bytes");
+        expect_human(live, before->slab.live_bytes, after->slab.live_bytes, "live slab bytes");
+    } else {
+        TEXT_EXPECT(line && strcmp(line, "  slabs: off") == 0, "not the slabs line: '%s'", line ? line : "(none)");
+    }
     char dirty[24], released[24], retain[24];
     unsigned delay;
     line = strtok_r(NULL, "\n", &save);

@@ -57,6 +57,7 @@ static const ref_key ref_keys[] = {
     {"purge_delay_ms", R_UINT, OFF(purge_delay_ms), 3600000},
     {"arenas", R_UINT, OFF(arenas), 64},
     {"huge_pages", R_BOOL, OFF(huge_pages), 1},
+    {"slabs", R_BOOL, OFF(slabs), 1},
     {"free_batch", R_UINT, OFF(free_batch), 64},
     {"stats", R_BOOL, OFF(stats), 1},
     {"poison", R_BOOL, OFF(poison), 1},
@@ -257,7 +258,8 @@ static void check_path(const char *text, const char *path, const char *name)
 
 static void check_ranges(const char *text, const rp_options *o)
 {
-    if ((unsigned)o->stats > 1 || (unsigned)o->huge_pages > 1 || (unsigned)o->poison > 1 || (unsigned)o->leak_report > 1 ||
+    if ((unsigned)o->stats > 1 || (unsigned)o->huge_pages > 1 || (unsigned)o->slabs > 1 || (unsigned)o->poison > 1 ||
+        (unsigned)o->leak_report > 1 ||
         (unsigned)o->dump_at_exit > 1 || (unsigned)o->abort_on_error > 1)
         fuzz_fail(text, "a boolean option is neither 0 nor 1");
     if (o->alloc_fill > 255 || o->free_fill > 255 || o->backtrace_depth > 64 || o->dump_signal < 0 ||
@@ -294,11 +296,11 @@ static int same_options(rp_options *a, rp_options *b)
 static void format_options(const rp_options *o, char *buf, size_t cap)
 {
     snprintf(buf, cap,
-             "cache_bytes=%zu:retain_bytes=%zu:purge_delay_ms=%u:arenas=%u:huge_pages=%d:free_batch=%u:"
+             "cache_bytes=%zu:retain_bytes=%zu:purge_delay_ms=%u:arenas=%u:huge_pages=%d:slabs=%d:free_batch=%u:"
              "stats=%d:poison=%d:"
              "alloc_fill=%u:free_fill=%u:alloc_fill_max=%zu:quarantine_bytes=%zu:backtrace_depth=%u:check_interval=%lu:on_error=%s:"
              "leak_report=%d:leak_exit_code=%u:report_path=%s:dump_signal=%d:dump_at_exit=%d:dump_path=%s",
-             o->cache_bytes, o->retain_bytes, o->purge_delay_ms, o->arenas, o->huge_pages, o->free_batch,
+             o->cache_bytes, o->retain_bytes, o->purge_delay_ms, o->arenas, o->huge_pages, o->slabs, o->free_batch,
              o->stats, o->poison,
              o->alloc_fill, o->free_fill, o->alloc_fill_max, o->quarantine_bytes, o->backtrace_depth, o->check_interval,
              o->abort_on_error ? "abort" : "continue", o->leak_report, o->leak_exit_code, o->report_path,

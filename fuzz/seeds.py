@@ -640,10 +640,37 @@ def options_seeds():
     return s
 
 
+# slab_ops input format (fuzz/slab_ops.c is the authority): a byte for keep_empty (% 4), then
+# operations: an opcode byte (its low four bits) and its arguments. A class byte below 240 picks
+# one of ten classes (byte % 10: strides 16, 32, 48, 64, 96, 112, 128, 256, 512, 1008).
+S_FRESH, S_RECYCLED, S_GIVE, S_TRIM, S_OS_FAIL, S_PROBE = range(6)
+
+
+def slab_ops_seeds():
+    s = {}
+    # Runs of every listed class, some given back and taken again, a probe of each side.
+    ops = b"".join(bytes([S_FRESH, c, 60]) for c in range(10))
+    ops += bytes([S_GIVE, 3, 40, 2, S_RECYCLED, 3, 20, S_RECYCLED, 7, 20, S_PROBE, 5, 0, S_PROBE, 5, 1,
+                  S_PROBE, 5, 255])
+    s["seed-classes"] = bytes([1]) + ops
+    # A class filled over several slabs, everything given back (slabs kept, then released),
+    # another class on the same slabs, a trim with the OS refusing.
+    fill = bytes([S_FRESH, 0, 79]) * 60
+    give = bytes([S_GIVE, 0, 63, 1]) * 80
+    s["seed-fill-empty"] = (bytes([2]) + fill + give + bytes([S_FRESH, 9, 79]) * 3 + bytes([S_OS_FAIL, 0]) + give +
+                            bytes([S_TRIM]))
+    # The space used up (24 slabs of 1008-byte blocks, 65 each), then a block given back and
+    # taken again as a recycled one.
+    s["seed-full-space"] = (bytes([0]) + bytes([S_FRESH, 9, 79]) * 22 + bytes([S_FRESH, 9, 10]) +
+                            bytes([S_GIVE, 100, 0, 1, S_RECYCLED, 9, 5, S_FRESH, 0, 1]))
+    return s
+
+
 def main():
     check_only = "--check" in sys.argv[1:]
     targets = [("heap_ops", heap_ops_seeds()), ("options", options_seeds()), ("malloc_api", malloc_api_seeds()),
-               ("corruption", corruption_seeds())]
+               ("corruption", corruption_seeds()),
+               ("slab_ops", slab_ops_seeds())]
     if "--dumps" in sys.argv[1:] and not check_only:
         targets.append(("dump_parser", dump_parser_seeds()))
     stale = []

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "malloc_fork.h"
+#include "malloc_slabs.h"
 #include "malloc_stats.h"
 #include "options.h"
 #include "rampart_malloc.h"
@@ -20,6 +21,8 @@
 static rp_heap *arenas[RP_MAX_ARENAS]; /* A1: atomic, set once */
 /* Their transfer caches (transfer_cache.h); memory the OS gives on first touch. */
 static rp_xfer arena_xfers[RP_MAX_ARENAS];
+/* Their slab pools (malloc_slabs.h), under the arenas' heap locks. */
+static rp_slab_pool arena_pools[RP_MAX_ARENAS];
 static unsigned narenas = 1;
 static unsigned next_arena;            /* atomic round-robin counter */
 static pthread_mutex_t arenas_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -89,6 +92,7 @@ static rp_heap *arena_create_locked(unsigned i)
     h->flags |= RP_HEAP_MALLOC_ARENA;
     rp_xfer_init(&arena_xfers[i], transfer_cap());
     h->malloc_state = &arena_xfers[i];
+    rp_ms_arena_init(h, &arena_pools[i]);
     __atomic_store_n(&arenas[i], h, __ATOMIC_RELEASE);
     return h;
 }
@@ -114,6 +118,9 @@ int rp_malloc_init(void)
         unsigned n = o->arenas ? o->arenas : 4 * usable_cpus();
         narenas = n > RP_MAX_ARENAS ? RP_MAX_ARENAS : n;
         arena_secret = rp_secret_new((uint64_t)(uintptr_t)&arena_secret);
+        /* Before the first arena, which gets a pool only if the space exists. Without it
+         * (debug flavour, cache_bytes=0, the OS refusing) small blocks are span blocks. */
+        (void)rp_ms_setup();
         pthread_mutex_lock(&arenas_lock);
         rp_heap *first = arena_create_locked(0);
         pthread_mutex_unlock(&arenas_lock);

@@ -90,6 +90,8 @@ struct rp_heap {
     void *debug;               /* the debug runtime's per-heap state (debug flavour) */
     void *malloc_state;        /* the malloc drop-in's per-arena state (transfer_cache.h), set
                                   before the arena is published; NULL for other heaps */
+    void *malloc_slabs;        /* ... and its slab pool (malloc_slabs.h), likewise; NULL also
+                                  when slabs are off */
     size_t control_len;        /* bytes mapped for this control block */
     struct rp_heap *all_next, *all_prev; /* list of all heaps */
 };

@@ -22,6 +22,7 @@
 #include "arena.h"
 #include "header_snapshot.h"
 #include "heap.h"
+#include "malloc_slabs.h"
 #include "pagemap.h"
 #include "rampart_malloc.h"
 #include "report.h"
@@ -57,11 +58,20 @@ static inline unsigned min_align_class(size_t size)
 }
 
 /* The class bin an aligned request is served from (align > 16, at most RP_TC_MAX_BLOCK;
- * size at most TC_MAX_REQUEST; the span tier's request): the smallest class that holds the
- * request's aligned block need. A class bin holds blocks of every alignment its size allows
- * (size_class.h C4), so the block taken must be checked. RP_TC_CLASSES when none does. */
-static inline unsigned aligned_class(size_t size, size_t align)
+ * size at most TC_MAX_REQUEST). With slabs (tc->slab_len), a request whose size rounded up to
+ * its alignment is at most RP_SLAB_MAX_STRIDE takes the slab class of that stride: every
+ * block of a slab of it is aligned (the stride is a multiple of align, slabs are 64 KiB
+ * aligned), and there is no header to make room for. Otherwise the span tier's request: the
+ * smallest class that holds the request's aligned block need. A class bin holds blocks of
+ * every alignment its size allows (size_class.h C4), so the block taken must be checked.
+ * RP_TC_CLASSES when none does. */
+static inline unsigned aligned_class(const rp_tcache *tc, size_t size, size_t align)
 {
+    if (tc->slab_len && align <= RP_SLAB_MAX_STRIDE && size <= RP_SLAB_MAX_STRIDE) {
+        size_t stride = rp_align_up(size ? size : 1, align);
+        if (stride <= RP_SLAB_MAX_STRIDE)
+            return rp_slab_class_of(stride);
+    }
     size_t need = rp_align_up(rp_span_block_need(size), align);
     return need <= RP_TC_MAX_BLOCK ? rp_tc_class_of_need(need) : RP_TC_CLASSES;
 }
@@ -89,7 +99,7 @@ static inline __attribute__((always_inline)) void *aligned_cached(rp_tcache *tc,
         return size != 0 ? rp_tc_page_pop(tc, (size + RP_PAGE_SIZE - 1) >> RP_PAGE_SHIFT, align) : NULL;
     if (size > TC_MAX_REQUEST || align > RP_TC_MAX_BLOCK)
         return NULL;
-    unsigned c = aligned_class(size, align);
+    unsigned c = aligned_class(tc, size, align);
     void *p = c < RP_TC_CLASSES ? rp_tc_top(tc, c) : NULL;
     return p && ((uintptr_t)p & (align - 1)) == 0 ? rp_tc_pop(tc, c) : NULL;
 }
@@ -121,7 +131,7 @@ static RP_NOINLINE void *alloc_general(size_t size, size_t align)
             return p;
         /* A class bin with no block aligned enough refills (with blocks of that alignment). */
         if (size <= TC_MAX_REQUEST && align <= RP_TC_MAX_BLOCK && !rp_wants_pages(h, size, align)) {
-            unsigned c = aligned_class(size, align);
+            unsigned c = aligned_class(tc, size, align);
             if (c < RP_TC_CLASSES)
                 return rp_tc_refill(tc, c, size, align);
         }
@@ -216,12 +226,38 @@ static int cached_anywhere(rp_region *r, const void *p)
 
 static RP_NOINLINE void report_cached(const void *p, const char *what)
 {
-    rp_region *r = rp_pagemap_lookup(p);
+    rp_heap *h = rp_ms_contains(p) ? rp_ms_owner(rp_slab_of(&rp_ms_space, p)) : rp_pagemap_lookup(p)->heap;
     rp_fault f;
     f.kind = 0;
-    rp_fault_set(&f, RP_ERR_DOUBLE_FREE, r->heap, p, p, 0,
-                 "%s(%p): the block in heap '%s' is already free (held in a thread cache)", what, p, r->heap->name);
+    rp_fault_set(&f, RP_ERR_DOUBLE_FREE, h, p, p, 0,
+                 "%s(%p): the block in heap '%s' is already free (held in a thread cache)", what, p, h ? h->name : "?");
     rp_report_fault(&f);
+}
+
+/* A pointer into the slab space that is not a live slab block (slab.h): freed before (its
+ * allocated bit is clear) or never a block (inside one, past a slab's last block, a slab not
+ * in use). */
+static RP_NOINLINE void report_slab(const void *p, const char *what)
+{
+    rp_heap *h = rp_ms_owner(rp_slab_of(&rp_ms_space, p));
+    int is_free;
+    const char *is = rp_slab_describe(&rp_ms_space, p, &is_free);
+    rp_fault f;
+    f.kind = 0;
+    if (is_free)
+        rp_fault_set(&f, RP_ERR_DOUBLE_FREE, h, p, p, 0,
+                     "%s(%p): the block in heap '%s' is already free (back in its slab)", what, p, h ? h->name : "?");
+    else
+        rp_fault_set(&f, RP_ERR_INVALID_FREE, h, p, NULL, 0, "%s(%p): not a block rampart handed out (slab memory: %s)",
+                     what, p, is);
+    rp_report_fault(&f);
+}
+
+/* 1 if the live slab block p sits in some thread's cache (its tag, T4 in thread_cache.h). */
+static int slab_cached(const void *p)
+{
+    uint64_t key = rp_tc_key();
+    return key && ((const uint64_t *)p)[1] == rp_tc_tag(key, p);
 }
 
 /* ---- free ------------------------------------------------------------------------------ */
@@ -235,7 +271,8 @@ static RP_NOINLINE void free_direct(void *p)
 }
 
 /* Caches the live arena span block p of size bytes (or reports it if it is cached already);
- * one too big to cache goes back to its heap. */
+ * one too big to cache goes back to its heap. A slab block's slow paths pass its stride plus
+ * a header: the size of a span block of its class. */
 static inline void free_span_block(rp_tcache *tc, void *p, size_t size)
 {
     rp_tc_bin *bin;
@@ -258,6 +295,53 @@ static inline void free_span_block(rp_tcache *tc, void *p, size_t size)
 }
 
 static void free_page_aligned(void *p);
+
+/* A pointer in the slab space, examined (slabs on, tc a cache): a live slab block goes to the
+ * bin of its class (rp_tc_small_bin_of_block of its stride plus a header) or is reported if
+ * it is cached already; anything else is reported. */
+static inline __attribute__((always_inline)) void free_slab_block(rp_tcache *tc, void *p)
+{
+    uint32_t stride = rp_slab_live_stride(tc->slab_meta, tc->slab_bits, (uintptr_t)p - tc->slab_lo);
+    if (RP_UNLIKELY(stride == 0)) {
+        report_slab(p, "free");
+        return;
+    }
+    /* The bin of its class: a span block of the same usable size is a header longer. */
+    rp_tc_bin *bin = rp_tc_small_bin_of_block(tc, stride + RP_USER_OFFSET);
+    uint64_t tag = rp_tc_tag(tc->key, p);
+    if (RP_UNLIKELY(((const uint64_t *)p)[1] == tag)) {
+        report_cached(p, "free");
+        return;
+    }
+    rp_tc_push_bin(tc, bin, p, tag);
+}
+
+/* A pointer in the slab space the fast path did not take (the thread has no cache, or p is
+ * not 16-byte aligned): through the thread's cache if it can have one, else straight back to
+ * its slab. */
+static RP_NOINLINE void free_slab_slow(void *p)
+{
+    uint32_t stride;
+    rp_slab *d = rp_slab_block_live(&rp_ms_space, p, &stride);
+    if (!d) {
+        report_slab(p, "free");
+        return;
+    }
+    rp_tcache *tc = rp_tc_self;
+    if (!tc)
+        tc = rp_tc_get_slow();
+    if (tc) {
+        free_span_block(tc, p, stride + RP_USER_OFFSET);
+        return;
+    }
+    if (slab_cached(p)) {
+        report_cached(p, "free");
+        return;
+    }
+    int saved = errno;
+    rp_ms_give_back(rp_ms_owner(d), &p, 1);
+    errno = saved;
+}
 
 /* The free of a page-tier block by a thread without a cache: as in free_slow, a thread that
  * only frees gets one too, then p is freed again through it (or goes to its heap when the
@@ -285,6 +369,10 @@ static RP_NOINLINE void free_page_no_room(rp_tcache *tc, void *p, rp_page *d)
  * function without register saves. */
 static RP_NOINLINE void free_slow(void *p)
 {
+    if (rp_ms_contains(p)) {
+        free_slab_slow(p);
+        return;
+    }
     rp_region *r = rp_pagemap_lookup(p);
     if (RP_UNLIKELY(r == NULL)) {
         /* Not rampart's memory (the loader's early allocations, another allocator): leave it. */
@@ -350,7 +438,8 @@ static RP_NOINLINE void free_page_aligned(void *p)
 }
 
 /* A pointer free() was given, examined as free() examines it (at its call in the debug
- * flavour, in its batch otherwise): if the 16
+ * flavour, in its batch otherwise): a pointer in the slab space is a slab block or nothing
+ * (free_slab_block); otherwise, if the 16
  * bytes in front of p (in p's own page: p is not page aligned) are a header whose check word
  * is valid under the secret all arenas share (A3; the check covers the header's address), p
  * is a live block of an arena (what arena_span_block establishes, without the address map,
@@ -360,7 +449,10 @@ static RP_NOINLINE void free_page_aligned(void *p)
 static inline __attribute__((always_inline)) void free_examined(rp_tcache *tc, void *p)
 {
     uint32_t size;
-    if (rp_header_live(tc->secret, rp_block_of_user(p), &size))
+    /* The range test first: the 16 bytes in front of a slab block are not a header. */
+    if ((uintptr_t)p - tc->slab_lo < tc->slab_len)
+        free_slab_block(tc, p);
+    else if (rp_header_live(tc->secret, rp_block_of_user(p), &size))
         free_span_block(tc, p, size);
     else
         free_slow(p);
@@ -381,10 +473,22 @@ static RP_NOINLINE void examine_collected(rp_tcache *tc, uint32_t n)
     void *const *batch = tc->freed;
     tc->freed_n = 0;
     const uint64_t secret = tc->secret, key = tc->key;
+    const uintptr_t slab_lo = tc->slab_lo;
+    const size_t slab_len = tc->slab_len;
+    const uint64_t *slab_meta = tc->slab_meta, *slab_bits = tc->slab_bits;
     for (uint32_t i = 0; i < n; i++) {
         void *p = batch[i];
-        uint32_t size;
-        if (RP_LIKELY(rp_header_live(secret, rp_block_of_user(p), &size) && size <= RP_TC_SMALL_MAX)) {
+        /* A live slab block: its stride plus a header, the size of a span block of its class;
+         * a live span block: its size; 0 for anything else (examine_one reports it). */
+        uint32_t size = 0;
+        if ((uintptr_t)p - slab_lo < slab_len) {
+            uint32_t stride = rp_slab_live_stride(slab_meta, slab_bits, (uintptr_t)p - slab_lo);
+            if (stride)
+                size = stride + RP_USER_OFFSET;
+        } else if (!rp_header_live(secret, rp_block_of_user(p), &size)) {
+            size = 0;
+        }
+        if (RP_LIKELY(size - 1 < RP_TC_SMALL_MAX)) {
             rp_tc_bin *bin = rp_tc_small_bin_of_block(tc, size);
             uint64_t tag = rp_tc_tag(key, p);
             size_t count = bin->count;
@@ -409,30 +513,37 @@ void rp_malloc_free_collected(rp_tcache *tc)
         examine_collected(tc, tc->freed_n);
 }
 
+/* Records p in tc's free batch (T5), examining the batch when it is full. Examining writes
+ * the cache tag (word 1, in p's line) and only reads the header in front of p (none for a
+ * slab block: its descriptor instead), which for a block starting a line lies in the line
+ * before: the end of a neighbour that another thread may be writing. */
+static inline __attribute__((always_inline)) void collect_free(rp_tcache *tc, void *p)
+{
+    uint32_t n = tc->freed_n;
+    rp_prefetch_for_write(p);
+    rp_prefetch_for_read(rp_block_of_user(p));
+    tc->freed[n] = p;
+    if (RP_UNLIKELY(++n >= tc->freed_limit))
+        examine_collected(tc, n);
+    else
+        tc->freed_n = n;
+}
+
 static inline __attribute__((always_inline)) void free_impl(void *p)
 {
     rp_tcache *tc = rp_tc_self;
     /* Fast path, for a 16-byte aligned pointer that is not page aligned (so not a page-tier
-     * block, and its header would lie in its own page). Outside the thread's near region:
+     * block, and its header would lie in its own page) or lies in the slab space (a slab
+     * block, at a page boundary or not, has no header). Outside the thread's near region:
      * collected into its free batch with its lines prefetched (below), nothing of the
      * block read now (T5 in thread_cache.h); a full batch is examined at once. Inside it (a
      * block this thread most likely carved itself, still in this CPU's cache) and in the
      * debug flavour (whose hooks report from free's own frame): examined here. Everything
      * else, NULL included, takes the page-aligned or the slow path at its call. */
     if (RP_LIKELY(tc != NULL && ((uintptr_t)p & (RP_GRANULE - 1)) == 0 &&
-                  ((uintptr_t)p & (RP_PAGE_SIZE - RP_GRANULE)) != 0)) {
+                  (((uintptr_t)p & (RP_PAGE_SIZE - RP_GRANULE)) != 0 || (uintptr_t)p - tc->slab_lo < tc->slab_len))) {
         if (RP_HOOK_PREFIX == 0 && (uintptr_t)p - tc->near_lo >= tc->near_len) {
-            uint32_t n = tc->freed_n;
-            /* Examining writes the cache tag (word 1, in p's line) and only reads the header
-             * in front of p, which for a block starting a line lies in the line before: the
-             * end of a neighbour that another thread may be writing. */
-            rp_prefetch_for_write(p);
-            rp_prefetch_for_read(rp_block_of_user(p));
-            tc->freed[n] = p;
-            if (RP_UNLIKELY(++n >= tc->freed_limit))
-                examine_collected(tc, n);
-            else
-                tc->freed_n = n;
+            collect_free(tc, p);
             return;
         }
         free_examined(tc, p);
@@ -459,6 +570,32 @@ static RP_NOINLINE void *realloc_foreign(void *p)
     return NULL;
 }
 
+/* realloc of a pointer in the slab space: a live slab block stays where it is if the size
+ * fits its stride and uses at least half of it, else moves (through the thread caches, like
+ * small span blocks). */
+static RP_NOINLINE void *realloc_slab(void *p, size_t size)
+{
+    uint32_t stride;
+    if (!rp_slab_block_live(&rp_ms_space, p, &stride)) {
+        report_slab(p, "realloc");
+        errno = EINVAL;
+        return NULL;
+    }
+    if (slab_cached(p)) {
+        report_cached(p, "realloc");
+        errno = EINVAL;
+        return NULL;
+    }
+    if (size <= stride && size >= (stride >> 1))
+        return p;
+    void *q = malloc_impl(size);
+    if (q) {
+        memcpy(q, p, stride < size ? stride : size);
+        free_impl(p);
+    }
+    return q;
+}
+
 static void *realloc_impl(void *p, size_t size)
 {
     if (!p)
@@ -470,6 +607,8 @@ static void *realloc_impl(void *p, size_t size)
     /* A block this thread freed and has not examined yet (T5) is found cached below. */
     if (rp_tc_self)
         rp_malloc_free_collected(rp_tc_self);
+    if (rp_ms_contains(p))
+        return realloc_slab(p, size);
     rp_region *r = rp_pagemap_lookup(p);
     if (!r)
         return realloc_foreign(p);
@@ -607,6 +746,13 @@ size_t malloc_usable_size(void *p)
 {
     if (!p)
         return 0;
+    if (rp_ms_contains(p)) {
+        uint32_t stride;
+        if (rp_slab_block_live(&rp_ms_space, p, &stride))
+            return stride;
+        report_slab(p, "malloc_usable_size");
+        return 0;
+    }
     rp_region *r = rp_pagemap_lookup(p);
     if (!r)
         return 0;
@@ -653,6 +799,7 @@ int malloc_trim(size_t pad)
 {
     rp_malloc_thread_flush();
     size_t released = 0;
+    int drained = 0;
     for (unsigned i = 0; i < RP_MAX_ARENAS; i++) {
         rp_heap *h = rp_arena_get(i);
         if (!h)
@@ -663,7 +810,11 @@ int malloc_trim(size_t pad)
             errno = saved;
         }
         released += rp_heap_trim(h, pad);
+        drained = 1;
     }
+    /* After the transfer caches were drained (their slab blocks went back to their pools). */
+    if (drained)
+        released += rp_ms_trim() << RP_SLAB_SHIFT;
     return released > 0;
 }
 
@@ -691,6 +842,12 @@ struct mallinfo2 mallinfo2(void)
         mi.fordblks += st.bytes_free;
         mi.keepcost += st.page_free_bytes;
     }
+    /* Slabs (malloc_slabs.h): their memory, their live blocks, the rest of them free. */
+    rp_ms_totals_t t;
+    rp_ms_totals(&t);
+    mi.arena += t.slab_bytes;
+    mi.uordblks += t.live_bytes;
+    mi.fordblks += t.slab_bytes - t.live_bytes;
     return mi;
 }
 

@@ -4,6 +4,7 @@
 
 #include "arena.h"
 #include "heap.h"
+#include "malloc_slabs.h"
 #include "thread_cache.h"
 #include "transfer_cache.h"
 
@@ -13,10 +14,12 @@ static void fork_prepare(void)
     rp_tc_fork_prepare();
     rp_xfer_fork_prepare();
     rp_heaps_fork_prepare();
+    rp_ms_fork_prepare(); /* taken inside a heap lock by a pool (malloc_slabs.h): last */
 }
 
 static void fork_parent(void)
 {
+    rp_ms_fork_parent();
     rp_heaps_fork_parent();
     rp_xfer_fork_parent();
     rp_tc_fork_parent();
@@ -25,6 +28,7 @@ static void fork_parent(void)
 
 static void fork_child(void)
 {
+    rp_ms_fork_child();
     rp_heaps_fork_child();
     rp_xfer_fork_child();
     rp_tc_fork_child();

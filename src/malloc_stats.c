@@ -10,6 +10,7 @@
 
 #include "arena.h"
 #include "heap.h"
+#include "malloc_slabs.h"
 #include "malloc_stats.h"
 #include "options.h"
 #include "rampart_malloc.h"
@@ -141,14 +142,19 @@ void rp_malloc_stats_print(rp_malloc_write_fn emit, void *arg)
     if (rs.more)
         out(emit, arg, "  (%zu more heaps not shown, not in the total)\n", rs.more);
     print_row(emit, arg, "total", &total);
-    out(emit, arg, "  thread caches: %zu live, cap %s each; holding %s (counted in use above)\n",
+    out(emit, arg, "  thread caches: %zu live, cap %s each; holding %s (counted as in use)\n",
         ms.thread_caches, human(ms.cache_bytes_limit, a, sizeof a), human(ms.cached_bytes, b, sizeof b));
     out(emit, arg, "  cache refills %llu, flushes %llu; arenas %zu of %u; foreign frees ignored %llu; %s mapped by rampart\n",
         (unsigned long long)ms.refills, (unsigned long long)ms.flushes, ms.arenas, rp_arena_count(),
         (unsigned long long)ms.foreign_frees, human(total.os_bytes, c, sizeof c));
-    out(emit, arg, "  transfer caches: holding %s (counted in use above); batches in %llu, out %llu\n",
+    out(emit, arg, "  transfer caches: holding %s (counted as in use); batches in %llu, out %llu\n",
         human(ms.transfer_bytes, a, sizeof a), (unsigned long long)ms.transfer_puts,
         (unsigned long long)ms.transfer_takes);
+    if (rp_ms_on())
+        out(emit, arg, "  slabs: %zu held (%s, not in the rows above), %s in live blocks, %zu kept empty\n", ms.slabs,
+            human(ms.slab_bytes, a, sizeof a), human(ms.slab_live_bytes, b, sizeof b), ms.slabs_empty);
+    else
+        out(emit, arg, "  slabs: off\n");
     /* The retention policy of the arenas (heap.h): what is kept, what went back. */
     size_t dirty = 0, released = 0;
     for (size_t i = 0; i < rs.n; i++) {
@@ -192,6 +198,14 @@ int rp_malloc_stats(rp_malloc_stats_t *o)
     o->cache_bytes_limit = rp_tc_cap();
     o->foreign_frees = __atomic_load_n(&rp_malloc_foreign_frees, __ATOMIC_RELAXED);
     rp_xfer_totals(&o->transfer_bytes, &o->transfer_puts, &o->transfer_takes);
+    rp_ms_totals_t t;
+    rp_ms_totals(&t);
+    o->slabs = t.slabs;
+    o->slab_bytes = t.slab_bytes;
+    o->slab_live_bytes = t.live_bytes;
+    o->slabs_empty = t.empty_slabs;
+    o->bytes_in_use += o->slab_live_bytes;
+    o->os_bytes += o->slab_bytes;
     return 0;
 }
 
@@ -214,6 +228,8 @@ int rp_malloc_check(char *why, size_t len)
         if (h && rp_xfer_of(h) && rp_xfer_check(rp_xfer_of(h), h, why, len) != 0)
             return 1;
     }
+    if (rp_ms_check(why, len) != 0)
+        return 1;
     rp_tcache *tc = rp_tc_self;
     return tc ? rp_tc_check(tc, why, len) : 0;
 }

@@ -30,6 +30,9 @@ static const opt_spec specs[] = {
     {"purge_delay_ms", OPT_UINT, OFF(purge_delay_ms), 3600000, "free page memory beyond retain_bytes goes back to the OS this long after a heap went beyond it (0 = at once)"},
     {"mapped_block_bytes", OPT_SIZE, OFF(mapped_block_bytes), (unsigned long long)1 << 46, "blocks from this size (with the default, blocks realloc moves: from 4M) get a mapping of their own: realloc moves them with mremap, free unmaps them (0 = never; at least 2M)"},
     {"huge_pages", OPT_BOOL, OFF(huge_pages), 1, "ask for transparent huge pages on the malloc heaps' OS regions (fewer page faults, RSS in 2 MiB steps)"},
+    {"slabs", OPT_BOOL, OFF(slabs), 1,
+     "small blocks (up to 1008 bytes) from slabs without headers, their metadata apart (0 = span blocks with 16-byte "
+     "headers; malloc drop-in)"},
     {"stats", OPT_BOOL, OFF(stats), 1, "print allocator statistics at exit"},
     {"arenas", OPT_UINT, OFF(arenas), 64, "heaps the malloc drop-in spreads threads over (0 = 4 per CPU, at most 64)"},
     {"poison", OPT_BOOL, OFF(poison), 1, "debug: fill fresh and freed blocks with patterns; verify the free pattern"},
@@ -75,6 +78,7 @@ void rp_options_defaults(rp_options *o)
     o->purge_delay_ms = 10000;
     o->mapped_block_bytes = (size_t)32 << 20;
     o->huge_pages = 1;
+    o->slabs = 1;
     o->poison = 1;
     o->alloc_fill = 0xbe;
     o->free_fill = 0x6b;

@@ -23,6 +23,8 @@ typedef struct rp_options {
     size_t mapped_block_bytes; /* mapped_block_bytes: large blocks from this size get a mapping
                                   of their own (default 32M; 0 = never; raised to 2M) */
     int huge_pages;            /* huge_pages: RP_HEAP_HUGE_PAGES on the malloc heaps (default 1) */
+    int slabs;                 /* slabs: small blocks from header-free slabs (default 1;
+                                  malloc_slabs.h) */
     int stats;                 /* stats: print rp_malloc_stats_print() at exit (default 0) */
     unsigned arenas;           /* arenas: heaps malloc spreads threads over, 1..64 (default 0 =
                                   4 per CPU the process may run on, at most 64) */

@@ -82,6 +82,32 @@ void rp_os_scratch_unmap(void *p, size_t len)
         munmap(p, len);
 }
 
+void *rp_os_reserve(size_t len, size_t align)
+{
+    if (len == 0 || os_call_fails())
+        return NULL;
+    size_t total = len + align;
+    if (total < len)
+        return NULL;
+    char *raw = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (raw == MAP_FAILED)
+        return NULL;
+    char *start = (char *)rp_ptr_align_up((uintptr_t)raw, align);
+    /* Trimming only gives back address space: a piece the OS keeps stays reserved, unused. */
+    if (start > raw)
+        (void)munmap(raw, (size_t)(start - raw));
+    if (raw + total > start + len)
+        (void)munmap(start + len, (size_t)(raw + total - (start + len)));
+    return start;
+}
+
+int rp_os_unreserve(void *p, size_t len)
+{
+    if (len == 0)
+        return 0;
+    return os_call_fails() || munmap(p, len) != 0 ? -1 : 0;
+}
+
 int rp_os_decommit(void *p, size_t len)
 {
     if (len == 0)

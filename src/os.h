@@ -49,6 +49,17 @@ void rp_os_advise_huge_pages(void *p, size_t len);
  * the caller zeroes the memory itself when it returns -1. */
 int rp_os_zero_metadata(void *p, size_t len);
 
+/* Reserves len bytes of address space aligned to align (both multiples of RP_OS_PAGE, align a
+ * power of two): private, read-write and without swap reservation (MAP_NORESERVE), so a page
+ * takes memory only once it is written. For ranges far larger than what they will hold (the
+ * slab space, slab.h): not counted in rp_os_mapped_bytes (address space is not memory; the
+ * owner counts what it uses). One call for fault injection, however many the trimming takes.
+ * NULL on failure. */
+void *rp_os_reserve(size_t len, size_t align);
+
+/* Gives a whole reservation back. 0, or -1 (it stays reserved). */
+int rp_os_unreserve(void *p, size_t len);
+
 /* Scratch memory for diagnostics (the checker's tables): not subject to fault injection and
  * not counted in rp_os_mapped_bytes, so checking a heap never changes what tests measure. */
 void *rp_os_scratch_map(size_t len);

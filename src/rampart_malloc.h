@@ -18,6 +18,13 @@
  * RAMPART_OPTIONS=free_batch=1 reports every one at its call. Options come from RAMPART_OPTIONS (src/options.h; e.g.
  * RAMPART_OPTIONS=stats=1:cache_bytes=1M).
  *
+ * Small blocks (requests of up to 1008 bytes, and aligned ones whose size rounded up to the
+ * alignment is at most 1008) come from slabs: blocks without headers in an address range
+ * reserved for them (option slabs=0 turns them off). They belong to no rp_heap: rp_heap_of
+ * returns NULL for them and rp_free, rp_realloc and rp_usable_size refuse them as blocks
+ * rampart's heaps never handed out. free, realloc and malloc_usable_size handle every block
+ * malloc returns; use those.
+ *
  * This header declares what the drop-in adds to the rampart API (rampart.h).
  */
 #ifndef RAMPART_MALLOC_H
@@ -47,8 +54,9 @@ typedef struct rp_malloc_stats {
     size_t thread_caches;     /* live thread caches */
     size_t cached_bytes;      /* bytes of blocks held in thread caches (live for the heaps) */
     size_t cache_bytes_limit; /* per-thread cap (option cache_bytes) */
-    size_t bytes_in_use;      /* sum over arenas of rp_heap_stats.bytes_in_use (cached included) */
-    size_t os_bytes;          /* sum over arenas of memory mapped from the OS now */
+    size_t bytes_in_use;      /* sum over arenas of rp_heap_stats.bytes_in_use (cached included),
+                                 plus slab_live_bytes */
+    size_t os_bytes;          /* sum over arenas of memory mapped from the OS now, plus slab_bytes */
     uint64_t refills;         /* cache refills from the arenas (one lock each) */
     uint64_t flushes;         /* cache flushes to the arenas (one lock per heap touched) */
     uint64_t foreign_frees;   /* free() of pointers rampart never returned, ignored */
@@ -56,6 +64,12 @@ typedef struct rp_malloc_stats {
                                  flushed by one thread, waiting for their arena's threads) */
     uint64_t transfer_puts;   /* batches flushed into transfer caches */
     uint64_t transfer_takes;  /* batches refilled from them (no heap lock) */
+    size_t slabs;             /* slabs the arenas hold: small blocks (up to 1008 bytes) without
+                                 headers, 64 KiB each, from one reserved address range */
+    size_t slab_bytes;        /* their bytes (address space the arenas use; pages no block was
+                                 written to take no memory) */
+    size_t slab_live_bytes;   /* bytes of live slab blocks (handed out or cached) */
+    size_t slabs_empty;       /* slabs kept empty for reuse (malloc_trim gives them back) */
 } rp_malloc_stats_t;
 
 /* Fills *out. The calling thread's recorded frees are examined first (so its frees are all

@@ -16,6 +16,7 @@
 #include "report.h"
 #include "secret.h"
 #include "tier.h"
+#include "malloc_slabs.h"
 #include "transfer_cache.h"
 
 __thread rp_tcache *rp_tc_self __attribute__((tls_model("initial-exec")));
@@ -106,6 +107,10 @@ static rp_tcache *tc_create(void)
     tc->room = (ptrdiff_t)cache_cap;
     tc->arena = arena;
     tc->freed_limit = free_batch_limit;
+    tc->slab_len = rp_ms_len();
+    tc->slab_lo = rp_ms_space.base;
+    tc->slab_meta = rp_ms_space.meta;
+    tc->slab_bits = rp_ms_space.bits;
     tc->slot_count = slots;
     /* T2: the bins' stretches of slot_store, one after the other in class order. Every
      * limit starts at 0 (nothing reserved, T3): a bin reserves room when it is first used. */
@@ -170,17 +175,32 @@ static void release_blocks(void **ptrs, size_t n)
     }
 }
 
+/* The heap a block that may sit in a class bin belongs to (for a slab block, the arena whose
+ * pool holds its slab), and in *slab whether it is a slab block. */
+static rp_heap *block_owner(const void *p, int *slab)
+{
+    *slab = rp_ms_contains(p);
+    return *slab ? rp_ms_owner(rp_slab_of(&rp_ms_space, p)) : rp_pagemap_lookup(p)->heap;
+}
+
+/* Gives one live slab block that is in no cache (no tag) back to its pool. */
+static void free_slab_uncached(void *p)
+{
+    rp_ms_give_back(rp_ms_owner(rp_slab_of(&rp_ms_space, p)), &p, 1);
+}
+
 /* Returns blocks flushed from class bin c (their tags still set) to their arenas: each
  * arena's share goes to its transfer cache, in batches, as far as it has room; the rest (and
  * blocks of any other heap) have their tags cleared and are freed, one rp_free_batch per
- * heap. */
+ * heap (slab blocks: one rp_ms_give_back per arena). */
 static void release_flushed(const rp_tcache *tc, unsigned c, void **ptrs, size_t n)
 {
     while (n) {
-        rp_heap *h = rp_pagemap_lookup(ptrs[0])->heap;
+        int slab, its_slab;
+        rp_heap *h = block_owner(ptrs[0], &slab);
         size_t k = 0;
         for (size_t i = 0; i < n; i++) {
-            if (rp_pagemap_lookup(ptrs[i])->heap != h)
+            if (block_owner(ptrs[i], &its_slab) != h || its_slab != slab)
                 continue;
             void *t = ptrs[i];
             ptrs[i] = ptrs[k];
@@ -190,8 +210,12 @@ static void release_flushed(const rp_tcache *tc, unsigned c, void **ptrs, size_t
         size_t kept = x ? rp_xfer_put(x, c, ptrs, k, tc) : 0;
         for (size_t i = kept; i < k; i++)
             ((uint64_t *)ptrs[i])[1] = 0; /* T4 */
-        if (kept < k)
-            rp_free_batch(h, ptrs + kept, k - kept);
+        if (kept < k) {
+            if (slab)
+                rp_ms_give_back(h, ptrs + kept, k - kept);
+            else
+                rp_free_batch(h, ptrs + kept, k - kept);
+        }
         ptrs += k;
         n -= k;
     }
@@ -249,11 +273,29 @@ static void set_limit(rp_tcache *tc, unsigned c, uint32_t limit)
     __atomic_store_n(&tc->room, tc->room + freed, __ATOMIC_RELAXED);
 }
 
+/* Gives the blocks of run c (T6) back to the arena's pool; their bytes to the room (T3). */
+static void flush_run(rp_tcache *tc, unsigned c)
+{
+    rp_tc_run *run = &tc->runs[c];
+    if (run->left == 0)
+        return;
+    void *ptrs[RP_TC_BATCH_MAX + 1];
+    size_t n = run->left, stride = rp_slab_stride(c);
+    for (size_t i = 0; i < n; i++)
+        ptrs[i] = run->next + i * stride;
+    run->left = 0;
+    run->next = NULL;
+    __atomic_store_n(&tc->room, tc->room + (ptrdiff_t)(n * rp_tc_class_size(c)), __ATOMIC_RELAXED);
+    rp_ms_give_back(tc->arena, ptrs, n);
+}
+
 void rp_tc_flush_all(rp_tcache *tc)
 {
     rp_malloc_free_collected(tc);
     for (unsigned c = 0; c < RP_TC_CLASSES; c++)
         set_limit(tc, c, 0);
+    for (unsigned c = 0; c < RP_SLAB_CLASSES; c++)
+        flush_run(tc, c);
     for (unsigned i = 0; i < RP_TC_PAGE_BINS; i++)
         flush_pages(tc, i, 0);
 }
@@ -350,7 +392,11 @@ static void push_slow(rp_tcache *tc, void *p, unsigned c)
     if (bin->count >= bin->limit)
         flush_tail(tc, c, bin->count / 2);
     if (bin->count >= bin->limit) {
-        rp_free(p);
+        /* rp_free called from here: the debug runtime's stacks expect no frame in between */
+        if (rp_ms_contains(p))
+            free_slab_uncached(p);
+        else
+            rp_free(p);
         return;
     }
     rp_tc_push(tc, p, c);
@@ -382,8 +428,56 @@ static void note_near_region(rp_tcache *tc, const void *p)
     }
 }
 
+/* The slab refill of class bin c (slabs on, c < RP_SLAB_CLASSES, run c empty) with a batch
+ * of n + 1: blocks the pool handed out before go into the bin like a span refill's; when it
+ * has none, fresh blocks become run c (T6), as many as the room allows. Returns the block to
+ * hand out now, or NULL when the slab space is used up. */
+static void flush_run(rp_tcache *tc, unsigned c);
+
+static void *refill_from_slabs(rp_tcache *tc, unsigned c, size_t n)
+{
+    size_t cs = rp_tc_class_size(c);
+    /* A run the request could not take (not aligned enough) goes back before a new one. */
+    flush_run(tc, c);
+    int saved = errno; /* making room flushes, which may trim a heap */
+    make_room(tc, n * cs, c);
+    errno = saved;
+    size_t fits = room_for_blocks(tc, cs);
+    size_t run_max = (fits < n ? fits : n) + 1; /* the first block is handed out at once */
+    void *blocks[RP_TC_BATCH_MAX + 1], *first = NULL;
+    size_t run_n;
+    uintptr_t chunk_lo;
+    size_t got = rp_ms_refill(tc->arena, c, blocks, n + 1, run_max, &first, &run_n, &chunk_lo);
+    if (got == 0 && run_n == 0)
+        return NULL;
+    __atomic_store_n(&tc->refills, tc->refills + 1, __ATOMIC_RELAXED);
+    /* The near region (thread_cache.h): the arena's chunk of slabs, which only its pool takes
+     * slabs from, so that frees of blocks this thread most likely took itself are examined
+     * at their call. */
+    if (chunk_lo) {
+        tc->near_lo = chunk_lo;
+        tc->near_len = RP_SLAB_CHUNK_BYTES;
+    }
+    if (got) {
+        /* Push the rest so that the lowest address comes out next. */
+        for (size_t i = got; i-- > 1;)
+            rp_tc_push(tc, blocks[i], c);
+        return blocks[0];
+    }
+    rp_tc_run *run = &tc->runs[c];
+    if (run_n > 1) {
+        run->next = (char *)first + rp_slab_stride(c);
+        run->left = (uint32_t)(run_n - 1);
+        __atomic_store_n(&tc->room, tc->room - (ptrdiff_t)((run_n - 1) * cs), __ATOMIC_RELAXED);
+    }
+    return first;
+}
+
 void *rp_tc_refill(rp_tcache *tc, unsigned c, size_t size, size_t align)
 {
+    /* Fresh slab blocks first (T6): every block of a run is as aligned as its first. */
+    if (c < RP_SLAB_CLASSES && tc->runs[c].left && ((uintptr_t)tc->runs[c].next & (align - 1)) == 0)
+        return rp_tc_run_take(tc, c);
     rp_tc_bin *bin = &tc->bins[c];
     size_t cs = rp_tc_class_size(c);
     /* A class whose blocks, at this alignment, the heap would serve from the page tier is not
@@ -430,6 +524,13 @@ void *rp_tc_refill(rp_tcache *tc, unsigned c, size_t size, size_t align)
     }
     if (n == 0)
         return rp_alloc(tc->arena, size, align);
+    /* Slab blocks, where the class's stride keeps them aligned (from slab memory 64 KiB
+     * aligned); span blocks when slabs are off or their space is used up. */
+    if (tc->slab_len && c < RP_SLAB_CLASSES && (rp_slab_stride(c) & (align - 1)) == 0) {
+        void *p = refill_from_slabs(tc, c, n);
+        if (p)
+            return p;
+    }
     void *blocks[RP_TC_BATCH_MAX + 1];
     int saved = errno;
     size_t got = rp_alloc_batch(tc->arena, cs - RP_USER_OFFSET - RP_HOOK_SUFFIX, align, blocks, n + 1);
@@ -505,9 +606,18 @@ void rp_tc_fork_child(void)
 /* ---- checking ---------------------------------------------------------------------------- */
 
 
-/* The size of p if it is a live span block of an arena (16-byte aligned), else 0 (T1). */
-static size_t cached_span_size(const void *p)
+/* The size of p if it is a live span block of an arena (16-byte aligned), else 0 (T1); for a
+ * live slab block of an arena, its stride plus a header (the size of a span block of the same
+ * class). */
+static size_t cached_block_size(const void *p)
 {
+    if (rp_ms_contains(p)) {
+        /* a live slab block of an arena's pool: its span-block equivalent (T1) */
+        uint32_t stride;
+        rp_slab *d = rp_slab_block_live(&rp_ms_space, p, &stride);
+        rp_heap *h = d ? rp_ms_owner(d) : NULL;
+        return h && (h->flags & RP_HEAP_MALLOC_ARENA) ? stride + RP_USER_OFFSET : 0;
+    }
     rp_region *r = rp_pagemap_lookup(p);
     if (!r || !(r->heap->flags & RP_HEAP_MALLOC_ARENA))
         return 0;
@@ -566,14 +676,18 @@ int rp_tc_check(rp_tcache *tc, char *why, size_t len)
         counted += (size_t)pb->count * page_bin_bytes(i);
         listed += pb->count;
     }
+    for (unsigned c = 0; c < RP_SLAB_CLASSES; c++) {
+        counted += (size_t)tc->runs[c].left * rp_tc_class_size(c);
+        listed += tc->runs[c].left;
+    }
     if (tc->freed_limit < 1 || tc->freed_limit > RP_TC_FREED_MAX || tc->freed_n >= tc->freed_limit)
         return rp_why(why, len, "T5: the free batch holds %u frees, its limit is %u (at most %u)", tc->freed_n,
                       tc->freed_limit, RP_TC_FREED_MAX);
     for (uint32_t k = 0; k < tc->freed_n; k++) {
         uintptr_t a = (uintptr_t)tc->freed[k];
-        if ((a & (RP_GRANULE - 1)) != 0 || (a & (RP_PAGE_SIZE - 1)) == 0)
-            return rp_why(why, len, "T5: collected free %u, %p, is not 16-byte aligned or is page aligned", k,
-                          tc->freed[k]);
+        if ((a & (RP_GRANULE - 1)) != 0 || ((a & (RP_PAGE_SIZE - 1)) == 0 && a - tc->slab_lo >= tc->slab_len))
+            return rp_why(why, len, "T5: collected free %u, %p, is not 16-byte aligned or is page aligned outside "
+                          "the slab space", k, tc->freed[k]);
         if (a - tc->near_lo < tc->near_len)
             return rp_why(why, len, "T5: collected free %u, %p, lies in the near region (examined at the call)", k,
                           tc->freed[k]);
@@ -595,8 +709,9 @@ int rp_tc_check(rp_tcache *tc, char *why, size_t len)
         const rp_tc_bin *bin = &tc->bins[c];
         for (uint32_t k = 0; k < bin->count; k++) {
             const uint64_t *w = bin->slots[k];
-            size_t size = w && !((uintptr_t)w & (RP_GRANULE - 1)) ? cached_span_size(w) : 0;
-            if (size < rp_tc_class_size(c) || size > RP_TC_MAX_CACHED_BLOCK || w[1] != rp_tc_tag(key, w)) {
+            size_t size = w && !((uintptr_t)w & (RP_GRANULE - 1)) ? cached_block_size(w) : 0;
+            int slab_ok = !rp_ms_contains(w) || size == rp_tc_class_size(c); /* slab class c only */
+            if (size < rp_tc_class_size(c) || size > RP_TC_MAX_CACHED_BLOCK || !slab_ok || w[1] != rp_tc_tag(key, w)) {
                 rc = rp_why(why, len, "T1: block %p in bin %u (%zu bytes) is not a live arena block of the class "
                                       "carrying its tag", (const void *)w, c, rp_tc_class_size(c));
                 break;
@@ -617,6 +732,27 @@ int rp_tc_check(rp_tcache *tc, char *why, size_t len)
             }
             if (seen_before(table, slots, pb->slot[k].p)) {
                 rc = rp_why(why, len, "T1: block %p is cached twice", pb->slot[k].p);
+                break;
+            }
+        }
+    }
+    /* T6: runs of fresh blocks of the cache's arena, class c, in one slab (their memory is
+     * not read: fresh blocks may never have been touched). */
+    for (unsigned c = 0; c < RP_SLAB_CLASSES && !rc; c++) {
+        const rp_tc_run *run = &tc->runs[c];
+        size_t stride = rp_slab_stride(c);
+        for (uint32_t k = 0; k < run->left; k++) {
+            const char *p = run->next + k * stride;
+            uint32_t st;
+            rp_slab *d = rp_ms_contains(p) ? rp_slab_block_live(&rp_ms_space, p, &st) : NULL;
+            if (!d || st != stride || rp_ms_owner(d) != tc->arena ||
+                rp_slab_of(&rp_ms_space, p) != rp_slab_of(&rp_ms_space, run->next)) {
+                rc = rp_why(why, len, "T6: block %p of run %u is not a live slab block of the cache's arena of "
+                                      "stride %zu in the run's slab", (const void *)p, c, stride);
+                break;
+            }
+            if (seen_before(table, slots, p)) {
+                rc = rp_why(why, len, "T6: block %p of run %u is cached twice", (const void *)p, c);
                 break;
             }
         }

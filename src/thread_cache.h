@@ -36,20 +36,32 @@
  *
  * Invariants (rp_malloc_check verifies them for the calling thread's cache):
  *   T1  every block in class bin c is a live span block of an arena of size >= class_size(c)
- *       (at most RP_TC_MAX_CACHED_BLOCK) carrying its tag; every block in page bin n-1 is a
+ *       (at most RP_TC_MAX_CACHED_BLOCK), or a live slab block of an arena's pool of slab
+ *       class c (malloc_slabs.h: the same usable size), carrying its tag; every block in page bin n-1 is a
  *       live page-tier block of an arena of exactly n pages, user pointer at its first page,
  *       with RP_PAGEF_CACHED set; no block is cached twice;
  *   T2  bins[c].slots is bin c's own stretch of slot_store, bin_max[c] slots long (the
  *       bins' stretches follow each other in class order); every class bin's
  *       count <= limit <= bin_max[c], every page bin's count <= its limit;
- *   T3  cap - room is the sum of limit * class_size(c) over the class bins (reserved) and
- *       of count * pages over the page bins (held), and room >= 0;
+ *   T3  cap - room is the sum of limit * class_size(c) over the class bins (reserved), of
+ *       count * pages over the page bins (held) and of left * class_size(c) over the runs
+ *       (held, T6), and room >= 0;
  *   T4  a block outside every cache (thread caches and the arenas' transfer caches,
  *       transfer_cache.h) carries neither its tag nor RP_PAGEF_CACHED (malloc clears them
  *       when it hands a block out, a flush before the block goes back to its heap).
+ *   T6  runs[c] (c < RP_SLAB_CLASSES, slabs on: malloc_slabs.h): left blocks of slab class c
+ *       from next on, each the class's stride apart, in one slab of the cache's arena's pool:
+ *       fresh blocks a refill took (rp_slab_take_fresh) and the cache has not handed out.
+ *       They are live to the pool and in no bin, carry no tag and are never written by the
+ *       cache: malloc hands them out in address order when bin c is empty, without reading
+ *       or writing them, so memory no program has touched yet stays untouched (and costs no
+ *       page fault) until the program writes it. A free() of one (a stale pointer: the
+ *       program never got it) is not caught; a block is only in a run if its slab was
+ *       empty since it was last freed.
  *   T5  freed[0 .. freed_n-1] are the pointers outside the near region (below) this thread
  *       passed to free() since its free batch was last examined, in call order, each 16-byte
- *       aligned and not page aligned, nothing else known about them (free's fast path reads
+ *       aligned and either not page aligned or in the slab space (no header is read in front
+ *       of a slab block: malloc_slabs.h), nothing else known about them (free's fast path reads
  *       none of their memory); freed_n < freed_limit <= RP_TC_FREED_MAX. A live block among
  *       them is still allocated to its heap and in no bin, so nothing can hand it out.
  * The free batch (T5) makes a free cheap when the block was last written by another CPU (a
@@ -63,8 +75,9 @@
  * that passed them). freed_limit is option free_batch (default 32); 1 examines every free at
  * its call, and so do caches with cap 0 and the debug flavour (which sees every free at once).
  * The near region: a pointer into [near_lo, near_lo + near_len), the page area of the region
- * of the cache's own arena that its last refill came from, is examined at its call instead
- * of collected. Such a block is most likely one this thread carved and handed out itself,
+ * of the cache's own arena that its last refill came from (for a refill of slab blocks, the
+ * 4 MiB chunk of the slab space its arena's pool takes new slabs from: slab.h P2), is
+ * examined at its call instead of collected. Such a block is most likely one this thread carved and handed out itself,
  * whose header is still in this CPU's cache: recording it and examining it later would only
  * add work (a malloc/free pair on one thread: 81 instructions against 73 when it was
  * measured, callgrind, before bins reserved their room). A refill from the transfer cache
@@ -74,7 +87,7 @@
  * collected free has it prefetched. A refill of batches the thread flushed itself leaves the
  * region as it is (a single thread cycling bursts through the transfer cache keeps it; in a
  * producer/consumer pair such batches hold blocks the other thread wrote last, and must not
- * set it again); only a refill from the heap sets it. The
+ * set it again); only a refill from the heap (or from the arena's slab pool) sets it. The
  * region only decides when a pointer is examined, never how, so a stale one (released
  * since, or never set: near_len 0) costs at most speed. It changes only at a refill, which
  * comes after the batch was examined: so T5's "outside the near region" holds.
@@ -91,6 +104,7 @@
 #include "bits.h"
 #include "heap.h"
 #include "size_class.h"
+#include "slab.h"
 
 #define RP_TC_BATCH_MAX 64   /* blocks per refill */
 #define RP_TC_LIMIT_MAX 256  /* blocks per bin */
@@ -118,6 +132,13 @@ typedef struct rp_tc_pbin {
     } slot[RP_TC_PAGE_SLOTS];
 } rp_tc_pbin;
 
+/* A run of fresh slab blocks (T6). */
+typedef struct rp_tc_run {
+    char *next;     /* the block handed out next */
+    uint32_t left;  /* blocks from next on */
+    uint32_t pad;
+} rp_tc_run;
+
 typedef struct rp_tcache {
     uint64_t key;            /* the process's cache key (copied for locality) */
     uint64_t secret;         /* the arenas' block-check secret (A3 in arena.h) */
@@ -130,9 +151,13 @@ typedef struct rp_tcache {
     uint32_t freed_limit;    /* T5: the batch is examined when it reaches this many */
     uintptr_t near_lo;       /* the near region (a hint): frees inside it are examined at */
     size_t near_len;         /* their call; near_len 0 until the first refill */
+    uintptr_t slab_lo;       /* the slab space (malloc_slabs.h), for free()'s range test; */
+    size_t slab_len;         /* slab_len 0 when slabs are off */
+    const uint64_t *slab_meta, *slab_bits; /* its metadata words and bitmaps (slab.h) */
     rp_tc_bin bins[RP_TC_CLASSES];
     rp_tc_pbin pbins[RP_TC_PAGE_BINS];
     void *freed[RP_TC_FREED_MAX]; /* T5 */
+    rp_tc_run runs[RP_SLAB_CLASSES]; /* T6 */
     uint64_t refills;        /* slow-path counters, relaxed atomic */
     uint64_t flushes;
     struct rp_tcache *next, *prev; /* list of all caches (stats, fork) */
@@ -160,6 +185,18 @@ rp_tcache *rp_tc_get_slow(void);
 static inline uint64_t rp_tc_tag(uint64_t key, const void *p)
 {
     return key ^ (uint64_t)(uintptr_t)p;
+}
+
+/* Hands out the next block of run c (non-empty, T6): neither reads nor writes the block. Its
+ * bytes no longer count against the cap (T3). */
+static inline void *rp_tc_run_take(rp_tcache *tc, unsigned c)
+{
+    rp_tc_run *run = &tc->runs[c];
+    char *p = run->next;
+    run->next = p + rp_slab_stride(c);
+    run->left--;
+    __atomic_store_n(&tc->room, tc->room + (ptrdiff_t)rp_tc_class_size(c), __ATOMIC_RELAXED);
+    return p;
 }
 
 /* The block malloc would take next from class bin c, or NULL when the bin is empty. */
@@ -218,10 +255,12 @@ static inline void rp_tc_push(rp_tcache *tc, void *p, unsigned c)
 }
 
 /* Miss in class bin c for a request of size bytes aligned to align (16, or a power of two
- * dividing the class size): refills the bin with a batch of blocks of the class whose user
- * pointers are aligned to align, under one lock, and returns one of them. When the bin cannot
- * take a batch (limit or cap), allocates the request directly instead.
- * NULL (errno ENOMEM) when out of memory. */
+ * dividing the class size, or the slab stride of class c): hands out the next block of run c
+ * if it is aligned enough (T6); else refills the bin with a batch of blocks of the class whose
+ * user pointers are aligned to align, under one lock, and returns one of them: slab blocks
+ * for the slab classes when slabs are on (blocks freed before into the bin, or else a run of
+ * fresh ones), span blocks otherwise. When the bin cannot take a batch (limit or cap),
+ * allocates the request directly instead. NULL (errno ENOMEM) when out of memory. */
 void *rp_tc_refill(rp_tcache *tc, unsigned c, size_t size, size_t align);
 
 /* The top block of the page bin of npages pages (1 .. RP_TC_PAGE_BINS) if it is aligned to

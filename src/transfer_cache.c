@@ -5,6 +5,7 @@
 #include "arena.h"
 #include "batch.h"
 #include "header_snapshot.h"
+#include "malloc_slabs.h"
 #include "os.h"
 #include "pagemap.h"
 #include "report.h"
@@ -81,20 +82,38 @@ size_t rp_xfer_drain(rp_xfer *x, rp_heap *h)
     for (unsigned c = 0; c < RP_TC_CLASSES; c++) {
         size_t n;
         while ((n = rp_xfer_take(x, c, 1, RP_XFER_BATCH, ptrs, NULL, NULL)) != 0) {
-            for (size_t i = 0; i < n; i++)
+            /* Slab blocks (malloc_slabs.h) to the front, back to the arena's pool; the span
+             * blocks after them to its heap. */
+            size_t slabs = 0;
+            for (size_t i = 0; i < n; i++) {
                 ((uint64_t *)ptrs[i])[1] = 0; /* no longer cached (T4 of thread_cache.h) */
-            rp_free_batch(h, ptrs, n);
+                if (rp_ms_contains(ptrs[i])) {
+                    void *t = ptrs[i];
+                    ptrs[i] = ptrs[slabs];
+                    ptrs[slabs++] = t;
+                }
+            }
+            if (slabs)
+                rp_ms_give_back(h, ptrs, slabs);
+            if (slabs < n)
+                rp_free_batch(h, ptrs + slabs, n - slabs);
             total += n;
         }
     }
     return total;
 }
 
-/* The size of p if it is a live span block of h (X1), else 0. */
+/* The size of p if it is a live span block of h (X1), else 0; for a live slab block of h's
+ * pool, its stride plus a header (a span block of the same class). */
 static size_t batch_block_size(const rp_heap *h, const void *p)
 {
     if (!p || ((uintptr_t)p & (RP_GRANULE - 1)))
         return 0;
+    if (rp_ms_contains(p)) {
+        uint32_t stride;
+        rp_slab *d = rp_slab_block_live(&rp_ms_space, p, &stride);
+        return d && rp_ms_owner(d) == h ? stride + RP_USER_OFFSET : 0;
+    }
     rp_region *r = rp_pagemap_lookup(p);
     if (!r || r->heap != h)
         return 0;
@@ -136,7 +155,9 @@ int rp_xfer_check(rp_xfer *x, rp_heap *h, char *why, size_t len)
             for (unsigned i = 0; i < x->count[c][k]; i++) {
                 const uint64_t *w = x->store[c][k][i];
                 size_t size = batch_block_size(h, w);
-                if (size < rp_tc_class_size(c) || size > RP_TC_MAX_CACHED_BLOCK || w[1] != rp_tc_tag(key, w)) {
+                int slab_ok = !rp_ms_contains(w) || size == rp_tc_class_size(c); /* slab class c only */
+                if (size < rp_tc_class_size(c) || size > RP_TC_MAX_CACHED_BLOCK || !slab_ok ||
+                    w[1] != rp_tc_tag(key, w)) {
                     rc = rp_why(why, len, "X1: block %p in a batch of class %u is not a live block of '%s' of the "
                                           "class carrying its tag", (const void *)w, c, h->name);
                     break;

@@ -19,7 +19,8 @@
  *
  * Invariants (rp_xfer_check verifies them under the lock):
  *   X1  every block on a batch of class c is a live span block of this arena of at least
- *       rp_tc_class_size(c) bytes carrying its tag;
+ *       rp_tc_class_size(c) bytes, or a live slab block of slab class c of this arena's pool
+ *       (malloc_slabs.h), carrying its tag;
  *   X2  n[c] <= RP_XFER_SLOTS; batch k < n[c] of class c holds count[c][k] blocks, 1 ..
  *       RP_XFER_BATCH, in store[c][k][0 .. count-1]; with no store, n[c] == 0;
  *   X3  bytes is the sum over the batches of count * rp_tc_class_size(c), and bytes <= cap.

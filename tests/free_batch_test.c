@@ -274,6 +274,10 @@ static void test_thread_exit_examines(void)
     check_malloc("after the thread exit");
 }
 
+/* A size served by span blocks (with headers): above the slab classes (malloc_slabs.h), whose
+ * refills leave the near region alone. */
+#define SPAN_SIZE 2000
+
 /* The near region: after a refill from the heap it is the page area of the refilled blocks'
  * region (of the thread's own arena), and a free inside it is examined at its call (the block
  * is in its bin at once, a double free is reported at the second call), while a block another
@@ -283,7 +287,7 @@ static void *other_block;
 static void *allocate_elsewhere(void *arg)
 {
     (void)arg;
-    other_block = do_malloc(100);
+    other_block = do_malloc(SPAN_SIZE);
     return NULL;
 }
 
@@ -292,7 +296,7 @@ static void test_near_frees_are_examined_at_the_call(void)
     rp_tcache *tc = fresh_cache();
     forget_near(tc);
     malloc_trim(0); /* the flushed blocks leave the transfer cache: the refill is the heap's */
-    char *p = do_malloc(100); /* the bin was flushed: a refill */
+    char *p = do_malloc(SPAN_SIZE); /* the bin was flushed: a refill */
     REQUIRE(p);
     CHECKF(tc->near_len != 0 && (uintptr_t)p - tc->near_lo < tc->near_len, "near [%#lx, +%zu) misses %p",
            (unsigned long)tc->near_lo, tc->near_len, (void *)p);
@@ -325,7 +329,7 @@ static void test_near_frees_are_examined_at_the_call(void)
     uintptr_t near_lo = tc->near_lo;
     size_t near_len = tc->near_len;
     REQUIRE(near_len != 0);
-    p = do_malloc(100);
+    p = do_malloc(SPAN_SIZE);
     REQUIRE(p && rp_malloc_stats(&after) == 0);
     CHECK(after.transfer_takes > before.transfer_takes);
     CHECK(tc->near_lo == near_lo && tc->near_len == near_len && (uintptr_t)p - near_lo < near_len);
@@ -335,7 +339,7 @@ static void test_near_frees_are_examined_at_the_call(void)
     rp_malloc_thread_flush();
     forget_near(tc);
     REQUIRE(rp_malloc_stats(&before) == 0);
-    p = do_malloc(100);
+    p = do_malloc(SPAN_SIZE);
     REQUIRE(p && rp_malloc_stats(&after) == 0);
     CHECK(after.transfer_takes > before.transfer_takes && tc->near_len == 0);
     do_free(p);
@@ -349,7 +353,7 @@ static void test_checker_names_damage(void)
 {
     rp_tcache *tc = fresh_cache();
     char why[256];
-    void *p = do_malloc(80);
+    void *p = do_malloc(SPAN_SIZE); /* a page-aligned slab block may be collected */
     REQUIRE(p);
     forget_near(tc);
     do_free(p);

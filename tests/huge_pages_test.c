@@ -3,9 +3,9 @@
  * memory). What the kernel recorded is read back from /proc/self/smaps: a mapping advised
  * with MADV_HUGEPAGE carries "hg" among its VmFlags.
  *
- * The same binary checks the malloc drop-in (linked in statically): its heaps are advised by
- * default, and not with RAMPART_OPTIONS=huge_pages=0, but for a thread arena's first region,
- * which never is; the argument "--malloc-on" or "--malloc-off" says which the BUILD target
+ * The same binary checks the malloc drop-in (linked in statically): its heaps and its slab
+ * space are advised by default, and not with RAMPART_OPTIONS=huge_pages=0, but for a thread
+ * arena's first region, which never is; the argument "--malloc-on" or "--malloc-off" says which the BUILD target
  * set up. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -159,7 +159,8 @@ typedef struct thread_result {
 static void *thread_arena_body(void *arg)
 {
     thread_result *res = arg;
-    void *p = calloc(1, 100); /* written: gcc takes a const pointer argument for a read */
+    /* Span blocks (slab blocks, up to 1008 bytes, lie in no heap's regions). */
+    void *p = calloc(1, 2000); /* written: gcc takes a const pointer argument for a read */
     if (!p)
         return NULL;
     rp_heap *owner = rp_heap_of(p);
@@ -169,10 +170,10 @@ static void *thread_arena_body(void *arg)
     if (owner && rp_heap_stats(owner, &st) == 0 && st.regions == 1)
         res->first_region_bytes = st.region_bytes;
     /* 3 MiB of small blocks: past the 1 MiB first region, into the 2 MiB and 4 MiB ones. */
-    enum { N = 3 * 1024 };
+    enum { N = 3 * 512 };
     static void *blocks[N];
     for (int i = 0; i < N; i++)
-        blocks[i] = malloc(1000);
+        blocks[i] = malloc(2000);
     res->later_advised = blocks[N - 1] ? vma_has_flag(blocks[N - 1], "hg") : -1;
     for (int i = 0; i < N; i++)
         free(blocks[i]);
@@ -206,10 +207,10 @@ int main(int argc, char **argv)
     if (argc > 1) {
         int expect = strcmp(argv[1], "--malloc-on") == 0 ? 1 : strcmp(argv[1], "--malloc-off") == 0 ? 0 : -1;
         REQUIRE(expect >= 0);
-        void *p = malloc(100);
+        void *p = malloc(2000); /* a span block (smaller ones come from slabs, below) */
         REQUIRE(p);
         rp_heap *owner = rp_heap_of(p);
-        printf("malloc(100) = %p, heap '%s'\n", p, owner ? rp_heap_name(owner) : "(not rampart's)");
+        printf("malloc(2000) = %p, heap '%s'\n", p, owner ? rp_heap_name(owner) : "(not rampart's)");
 #if SANITIZER_OWNS_MALLOC
         if (!owner) {
             /* The sanitizer's runtime keeps malloc here (see src/BUILD); the plain build
@@ -223,6 +224,15 @@ int main(int argc, char **argv)
         CHECKF(vma_has_flag(p, "hg") == expect, "malloc heap advised: %d, expected %d (RAMPART_OPTIONS=%s)",
                vma_has_flag(p, "hg"), expect, getenv("RAMPART_OPTIONS") ? getenv("RAMPART_OPTIONS") : "");
         thread_arena_cases(expect);
+        /* The slab space follows the same option. */
+        void *small = malloc(100);
+        REQUIRE(small);
+        int slab = rp_heap_of(small) == NULL;
+        printf("malloc(100) = %p, %s\n", small, slab ? "a slab block" : "a span block");
+        CHECKF(slab, "malloc(100) is not a slab block");
+        CHECKF(vma_has_flag(small, "hg") == expect, "slab space advised: %d, expected %d", vma_has_flag(small, "hg"),
+               expect);
+        free(small);
         free(p);
     }
     TEST_MAIN_END();

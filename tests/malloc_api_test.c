@@ -15,6 +15,7 @@
 
 #include "rampart.h"
 #include "rampart_malloc.h"
+#include "src/malloc_slabs.h"
 #include "testing.h"
 
 void cfree(void *p);
@@ -452,9 +453,11 @@ static void test_misuse(void)
     /* A block merged into its free predecessor in the heap, freed again: its old header must
      * not pass for a live block (the lock-free free path trusts valid live headers). */
     rp_malloc_thread_flush();
-    char *a = do_malloc(100), *b = do_malloc(100);
-    REQUIRE(a && b);
-    CHECK(b == a + 128); /* one refill batch, lowest address first */
+    char *x = do_malloc(2000), *y = do_malloc(2000); /* span blocks: above the slab classes */
+    REQUIRE(x && y);
+    char *a = x < y ? x : y, *b = x < y ? y : x; /* one refill batch: adjacent */
+    CHECKF(b == a + malloc_usable_size(a) + 16, "%p (%zu bytes) and %p are not adjacent", (void *)a,
+           malloc_usable_size(a), (void *)b);
     do_free(b);
     do_free(a);
     rp_malloc_thread_flush(); /* a goes back first, then b merges into a's free block */
@@ -498,6 +501,17 @@ static int count_used(const rp_block_info *b, void *arg)
     return 0;
 }
 
+/* Blocks live to the arena: its heap's (a walk) and its slab pool's (malloc_slabs.h; small
+ * blocks come from slabs). */
+static size_t used_blocks(rp_heap *arena)
+{
+    size_t used = 0;
+    rp_heap_walk(arena, count_used, &used);
+    uint64_t taken, given;
+    rp_ms_counts(arena, &taken, &given);
+    return used + (size_t)(taken - given);
+}
+
 static void test_cache_bounds(void)
 {
     rp_malloc_thread_flush();
@@ -509,24 +523,21 @@ static void test_cache_bounds(void)
     static void *ps[N];
     for (int i = 0; i < N; i++)
         ps[i] = do_malloc(16 + (size_t)(i % 64) * 16);
-    rp_heap *arena = rp_heap_of(ps[0]);
+    rp_heap *arena = rp_ms_heap_of(ps[0]);
     REQUIRE(arena);
-    size_t used_before = 0;
-    rp_heap_walk(arena, count_used, &used_before);
+    size_t used_before = used_blocks(arena);
     for (int i = 0; i < N; i++)
         do_free(ps[i]);
     REQUIRE(rp_malloc_stats(&st) == 0);
     CHECKF(st.cached_bytes > 0 && st.cached_bytes <= st.cache_bytes_limit, "cached %zu", st.cached_bytes);
     CHECK(st.flushes > 0);
-    size_t used_cached = 0;
-    rp_heap_walk(arena, count_used, &used_cached);
+    size_t used_cached = used_blocks(arena);
     CHECK(used_cached < used_before && used_cached > 0);
     CHECK_MALLOC_OK();
     rp_malloc_thread_flush();
     REQUIRE(rp_malloc_stats(&st) == 0);
     CHECK(st.cached_bytes == 0);
-    size_t used_after = 0;
-    rp_heap_walk(arena, count_used, &used_after);
+    size_t used_after = used_blocks(arena);
     CHECK(used_after < used_cached);
     CHECK_MALLOC_OK();
 }
@@ -539,7 +550,7 @@ static void test_fast_path_takes_no_lock(void)
     rp_heap_stats_t ha, hb;
     void *ring[32] = {0};
     test_malloc_free(1);
-    rp_heap *arena = rp_heap_of(ring[0] = do_malloc(10));
+    rp_heap *arena = rp_ms_heap_of(ring[0] = do_malloc(10));
     REQUIRE(arena);
     REQUIRE(rp_malloc_stats(&a) == 0 && rp_heap_stats(arena, &ha) == 0);
     uint64_t s = 1;

@@ -1,5 +1,5 @@
 /* Unit test of the OS module (src/os.h): mapping, aligned mapping with trimming, accounting,
- * and fault injection at the N-th call, including failed trims. */
+ * and fault injection at the N-th call, including failed trims; reservations. */
 #include <stdint.h>
 
 #include "src/os.h"
@@ -71,5 +71,30 @@ int main(void)
     CHECK(rp_os_mapped_bytes() == base);
     rp_os_scratch_unmap(s, 4096);
     rp_os_fail_at(0);
+
+    /* A reservation: aligned, far larger than memory would allow if it were reserved for
+     * real (64 GiB, MAP_NORESERVE), not counted, one call however it was trimmed; its pages
+     * take memory only once written. */
+    uint64_t before = rp_os_calls();
+    size_t big = (size_t)64 << 30;
+    char *r = rp_os_reserve(big, (size_t)1 << 16);
+    REQUIRE(r);
+    CHECK((uintptr_t)r % (1u << 16) == 0);
+    CHECK(rp_os_calls() == before + 1);
+    CHECK(rp_os_mapped_bytes() == base);
+    r[0] = 1, r[big - 1] = 2;
+    CHECK(r[0] == 1 && r[big - 1] == 2);
+    CHECK(rp_os_unreserve(r, big) == 0);
+    rp_os_fail_at(1);
+    CHECK(rp_os_reserve(1 << 16, 1 << 16) == NULL);
+    rp_os_fail_at(0);
+    r = rp_os_reserve(1 << 16, 1 << 16);
+    REQUIRE(r);
+    rp_os_fail_at(1);
+    CHECK(rp_os_unreserve(r, 1 << 16) == -1); /* refused: still there */
+    rp_os_fail_at(0);
+    r[100] = 3;
+    CHECK(rp_os_unreserve(r, 1 << 16) == 0);
+    CHECK(rp_os_mapped_bytes() == base);
     TEST_MAIN_END();
 }

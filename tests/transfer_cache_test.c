@@ -13,6 +13,7 @@
 #include "rampart.h"
 #include "rampart_malloc.h"
 #include "src/heap.h"
+#include "src/malloc_slabs.h"
 #include "src/thread_cache.h"
 #include "src/transfer_cache.h"
 #include "testing.h"
@@ -50,14 +51,25 @@ static void check_malloc(const char *what)
     CHECKF(rp_malloc_check(why, sizeof why) == 0, "%s: %s", what, why);
 }
 
+/* Blocks the arena has handed out so far: its heap's allocations and its slab pool's blocks. */
+static uint64_t blocks_from_arena(rp_heap *arena)
+{
+    rp_heap_stats_t st;
+    uint64_t taken, given;
+    rp_heap_stats(arena, &st);
+    rp_ms_counts(arena, &taken, &given);
+    return st.alloc_calls + taken;
+}
+
 int main(void)
 {
     for (int i = 0; i < N; i++) {
         blocks[i] = malloc(SIZE);
         REQUIRE(blocks[i]);
-        sizes[i] = rp_usable_size(blocks[i]) + RP_USER_OFFSET;
+        sizes[i] = malloc_usable_size(blocks[i]) + RP_USER_OFFSET; /* its class's size */
     }
-    rp_heap *arena = rp_heap_of(blocks[0]);
+    printf("slabs %s\n", rp_ms_on() ? "on" : "off");
+    rp_heap *arena = rp_ms_heap_of(blocks[0]);
     REQUIRE(arena && rp_xfer_of(arena));
     rp_malloc_stats_t st0, st1, st2;
     REQUIRE(rp_malloc_stats(&st0) == 0);
@@ -115,8 +127,7 @@ int main(void)
 
     /* This thread allocates again: batches come back from its arena's transfer cache, the
      * heap hands out far fewer blocks than were asked for, and the old blocks are reused. */
-    rp_heap_stats_t h0, h1;
-    rp_heap_stats(arena, &h0);
+    uint64_t h0 = blocks_from_arena(arena);
     void *again[N];
     int reused = 0;
     /* The first refill (once this thread's bin, at its full limit of 256 blocks since the
@@ -148,20 +159,22 @@ int main(void)
                 break;
             }
     }
-    rp_heap_stats(arena, &h1);
+    uint64_t h1 = blocks_from_arena(arena);
     REQUIRE(rp_malloc_stats(&st2) == 0);
     printf("reallocating %d blocks: %llu came from the heap, %d reused, batches out %llu\n", N,
-           (unsigned long long)(h1.alloc_calls - h0.alloc_calls), reused,
+           (unsigned long long)(h1 - h0), reused,
            (unsigned long long)(st2.transfer_takes - st1.transfer_takes));
     CHECK(st2.transfer_takes > st1.transfer_takes);
     printf("first refill: %llu batches taken (%zu blocks were waiting)\n", (unsigned long long)first_refill_takes,
            waiting);
     CHECK(refilled);
-    /* The last refills carved blocks from the heap: the region they came from is near. */
-    CHECK(h1.alloc_calls > h0.alloc_calls && rp_tc_self->near_len != 0);
+    /* The last refills took blocks from the arena, which makes the region they came from
+     * near (the heap's region of span blocks, the arena's chunk of slabs). */
+    CHECK(h1 > h0 && rp_tc_self->near_len == (rp_ms_on() ? RP_SLAB_CHUNK_BYTES : rp_tc_self->near_len) &&
+          rp_tc_self->near_len != 0);
     CHECK(waiting >= 2 * RP_XFER_BATCH && first_refill_takes >= 2);
     /* Every block that waited in the transfer cache was served without the heap. */
-    CHECK(h1.alloc_calls - h0.alloc_calls <= N - st1.transfer_bytes / sizes[0]);
+    CHECK(h1 - h0 <= N - st1.transfer_bytes / sizes[0]);
     CHECK(reused > N / 2);
     check_malloc("after the reallocation");
     for (int i = 0; i < N; i++)

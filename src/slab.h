@@ -1,0 +1,278 @@
+/* Slabs: small blocks without headers, their metadata kept apart from them.
+ *
+ * Why. A span block (block.h) starts with a 16-byte header, so a 56-byte request takes 80
+ * bytes, and carving a refill batch writes a header into every block: memory the program has
+ * not touched yet is faulted in (a whole 2 MiB page at once with transparent huge pages) and
+ * pulled into the cache by the allocator. A slab block is only its bytes: a 56-byte request
+ * takes 64, and handing out a block never reads or writes it.
+ *
+ * The slab space is one reserved address range, apart from every heap, cut into slabs of
+ * RP_SLAB_BYTES, each aligned to its size. A slab in use holds the blocks of one class, back
+ * to back from its colour (rp_slab_colour, below 1 KiB): class c has blocks of stride
+ * 16 * (c + 1) bytes, 16 .. 1008 (every block is 16-byte aligned, and one whose stride is a
+ * multiple of a power of two is aligned to it). The metadata of slab i lives in arrays reserved apart: a word
+ * with its stride, the stride's reciprocal and its block count, its allocated bitmap, and a
+ * descriptor with its counts and list links. Because the
+ * range is reserved, no other mapping can land in it: a range test tells a slab block from
+ * anything else, deterministically (a header check would be fooled by user data that happens
+ * to look like a header), and then the slab's bitmap, one bit per 16-byte granule set where
+ * an allocated block starts, says whether a live block starts there; the slab's metadata word
+ * gives its stride. The block index, where one is needed (reports, checks), is a multiply by
+ * the stride's reciprocal (no division). rp_slab_block_live accepts exactly the live
+ * blocks: an interior pointer, a pointer into a slab not in use or past its last block, and a
+ * block whose allocated bit is clear (freed twice: it went back to its slab) are refused.
+ *
+ * Pools. The slabs in use belong to pools (one per malloc arena); a pool is only ever used
+ * under its owner's lock. Per class it keeps the slabs that have free blocks handed out
+ * before (avail) and one slab it is handing out fresh blocks from by bumping a mark (cur):
+ * blocks at and above a slab's fresh mark are free and have not been handed out since the
+ * slab was set up, so a run of them is taken by moving the mark, without looking at the
+ * bitmap's words one by one. A slab whose blocks are all free again is kept (up to
+ * keep_empty per pool, for any class) or given back to the space, its memory returned to the
+ * OS (MADV_DONTNEED). The space hands each pool chunks of RP_SLAB_CHUNK_SLABS slabs, whose
+ * slabs only that pool takes, in address order; a pool with no chunk left to take one from
+ * takes the slabs given back (a stack), under the space's lock.
+ *
+ * Invariants (rp_slab_space_check and rp_slab_pool_check verify them):
+ *   S1  base and len are multiples of RP_SLAB_BYTES; meta, bits and desc have nslabs =
+ *       len / RP_SLAB_BYTES entries; the space is cut into nchunks chunks of
+ *       RP_SLAB_CHUNK_SLABS slabs (the last one may be shorter); next_chunk <= nchunks;
+ *       chunk_used[c] is at most chunk c's slabs, and 0 for c >= next_chunk;
+ *   S2  a slab is used when its chunk is below next_chunk and its place in the chunk below
+ *       chunk_used of it; one never used has its descriptor, metadata word and bitmap all
+ *       zero; one used belongs to a pool (pool set) or is on the space's released stack
+ *       (pool NULL, stride 0, metadata word 0, no bit set), and released_n counts that
+ *       stack;
+ *   S3  slabs_held is the number of descriptors whose pool is set;
+ *   D1  a slab i of a pool holding a class: stride = 16 * (cls + 1), colour =
+ *       rp_slab_colour(i, stride), its blocks at colour + j * stride for j < nblocks = (RP_SLAB_BYTES -
+ *       colour) / stride, and its metadata word is rp_slab_meta_of(stride, nblocks), whose
+ *       recip = 2^32 / stride + 1 gives for every offset o < RP_SLAB_BYTES the quotient
+ *       o / stride as (o * recip) >> 32 (tests/slab_test.c checks every stride and offset);
+ *   D2  live is the number of bits set in its bitmap, and a bit is set only at the granule
+ *       where a block below fresh starts (so bits mark exactly the allocated blocks: a
+ *       pointer inside a block, into the slab's tail or at a free block finds its bit
+ *       clear); fresh <= nblocks; every block of the bitmap words below scan that lies below
+ *       fresh is allocated;
+ *   D3  the slab is on avail[cls] exactly when it has a free block below fresh (live < fresh);
+ *   D4  cur[cls], when set, is a slab of the class with fresh < nblocks, and no other slab of
+ *       the pool has one (so fresh == nblocks, or it is empty and kept);
+ *   D5  a slab on the pool's empty list (empty_n of them, at most keep_empty) holds no class:
+ *       stride 0, metadata word 0, live 0, fresh 0, no bit set, on no other list;
+ *   P1  slabs, blocks_live and bytes_live are the number of the pool's slabs and the sum of
+ *       live and of live * stride over them;
+ *   P2  the pool's chunk, when set, is below next_chunk: no other pool takes new slabs from
+ *       it (a thread's frees of blocks from its own chunk are examined at once: its near
+ *       region, thread_cache.h).
+ * Every operation is O(blocks moved), plus at most 64 bitmap words per slab visited (D2's
+ * scan hint keeps that short). */
+#ifndef RP_SLAB_H
+#define RP_SLAB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lock.h"
+
+#define RP_SLAB_SHIFT 16
+#define RP_SLAB_BYTES ((size_t)1 << RP_SLAB_SHIFT)
+#define RP_SLAB_CLASSES 63u                               /* strides 16, 32, ..., 1008 */
+#define RP_SLAB_MAX_STRIDE (16u * RP_SLAB_CLASSES)       /* 1008 */
+#define RP_SLAB_MAX_BLOCKS (RP_SLAB_BYTES / 16)           /* 4096, at stride 16 */
+#define RP_SLAB_WORDS (RP_SLAB_MAX_BLOCKS / 64)           /* bitmap words per slab */
+#define RP_SLAB_CHUNK_SHIFT 22                            /* a pool's share of the space */
+#define RP_SLAB_CHUNK_BYTES ((size_t)1 << RP_SLAB_CHUNK_SHIFT)
+#define RP_SLAB_CHUNK_SLABS (RP_SLAB_CHUNK_BYTES >> RP_SLAB_SHIFT) /* 64 */
+
+struct rp_slab_pool;
+
+/* The word free() reads first, one per slab in an array of its own (so that a free reads one
+ * word of metadata, then one bitmap word): the stride's reciprocal << 32 | stride << 16 |
+ * nblocks, or 0 for a slab holding no class (every offset is then past its last block). */
+static inline uint64_t rp_slab_meta_of(uint32_t stride, uint32_t nblocks)
+{
+    uint64_t recip = ((uint64_t)1 << 32) / stride + 1; /* D1; set-up only: no division on free */
+    return recip << 32 | (uint64_t)stride << 16 | nblocks;
+}
+
+/* The colour of slab i holding blocks of stride bytes: where its first block starts, a
+ * multiple of 64 bytes below 1 KiB that differs between neighbouring slabs. Blocks of
+ * different classes live in different slabs; if every slab started its blocks at offset 0,
+ * the blocks a program uses most (the first ones of each class's slab) would all map to the
+ * same few sets of the CPU's caches, which index lines by the address modulo 4 KiB, and evict
+ * each other (a malloc/free pair on one thread cost 9.2 ns against 8.2 with colours: README,
+ * Slabs). */
+#define RP_SLAB_COLOURS 16u
+static inline uint32_t rp_slab_colour(size_t i, uint32_t stride)
+{
+    /* A multiple of the largest power of two dividing the stride too, so that every block of
+     * a stride that is a multiple of some alignment is aligned to it (an aligned request's
+     * class: malloc.c); strides of 1 KiB alignment would get colour 0 (none reach it). */
+    uint32_t pow2 = stride & (0u - stride);
+    return ((uint32_t)(i % RP_SLAB_COLOURS) << 6) & ~(pow2 - 1);
+}
+
+/* A slab's descriptor: what only the pool's owner (under its lock) and the checkers read. */
+typedef struct rp_slab {
+    struct rp_slab_pool *pool; /* S2: owner, NULL when released or never used */
+    struct rp_slab *next, *prev; /* avail[cls] (D3), or the empty list / released stack (next) */
+    uint32_t stride;  /* D1; 0: holds no class */
+    uint16_t nblocks; /* D1 */
+    uint16_t colour;  /* D1: offset of its first block */
+    uint16_t live;    /* D2 */
+    uint16_t fresh;   /* D2: blocks [fresh, nblocks) are free and not handed out yet */
+    uint8_t scan;     /* D2: the first bitmap word that may have a clear bit below fresh */
+    uint8_t cls;
+    uint8_t on_avail; /* D3 */
+} rp_slab;
+
+typedef struct rp_slab_space {
+    uintptr_t base; /* S1 */
+    size_t len;     /* S1 */
+    size_t nslabs;  /* S1 */
+    uint64_t *meta; /* S1: nslabs words (rp_slab_meta_of; D1) */
+    uint64_t *bits; /* S1: RP_SLAB_WORDS words per slab, a bit per 16-byte granule: set where
+                       an allocated block (handed out, or cached) starts. meta and bits are
+                       written under the pool's lock (relaxed atomics) and read by free()
+                       without it. */
+    rp_slab *desc;  /* S1, S2: nslabs descriptors */
+    uint8_t *chunk_used; /* S1: slabs handed out of each chunk so far */
+    size_t nchunks;      /* S1 */
+    void *arrays;   /* one reservation holding meta, bits, desc and chunk_used */
+    size_t arrays_bytes;
+    rp_lock lock;         /* guards what follows, and chunk_used */
+    size_t next_chunk;    /* S1: chunks [next_chunk, nchunks) were never handed to a pool */
+    rp_slab *released;    /* S2: slabs given back, a stack through next */
+    size_t released_n;    /* S2 */
+    size_t slabs_held;    /* S3 */
+    uint64_t releases;    /* slabs given back, cumulative (statistics) */
+    uint64_t decommit_failures; /* releases whose MADV_DONTNEED the OS refused (kept resident) */
+} rp_slab_space;
+
+typedef struct rp_slab_pool {
+    rp_slab_space *space;
+    void *owner;                     /* whose pool (a malloc arena's heap); not used here */
+    rp_slab *avail[RP_SLAB_CLASSES]; /* D3: doubly linked */
+    rp_slab *cur[RP_SLAB_CLASSES];   /* D4 */
+    rp_slab *empty;                  /* D5: singly linked */
+    size_t chunk;                    /* P2: 1 + the chunk it takes new slabs from, 0 = none */
+    size_t empty_n, keep_empty;      /* D5 */
+    size_t slabs, blocks_live, bytes_live; /* P1 */
+    uint64_t taken, given;           /* blocks taken and given back, cumulative (statistics) */
+} rp_slab_pool;
+
+/* The class of a stride (a multiple of 16, 16 .. RP_SLAB_MAX_STRIDE), and back. */
+static inline unsigned rp_slab_class_of(size_t stride) { return (unsigned)(stride >> 4) - 1; }
+static inline size_t rp_slab_stride(unsigned cls) { return ((size_t)cls + 1) << 4; }
+
+/* Reserves a space of len bytes (rounded down to whole slabs; at least one) and its metadata
+ * arrays (all reserved only: memory is taken as slabs are used). 0, or -1 (nothing reserved)
+ * when the OS refuses. */
+int rp_slab_space_init(rp_slab_space *s, size_t len);
+
+/* Gives the space and its metadata back. Every pool using it must be gone. */
+void rp_slab_space_fini(rp_slab_space *s);
+
+/* 1 if p lies in the space (a slab block, or nothing: rp_slab_block_live tells). */
+static inline int rp_slab_contains(const rp_slab_space *s, const void *p)
+{
+    return (uintptr_t)p - s->base < s->len;
+}
+
+/* The descriptor of the slab holding p (p in the space), and its bitmap. */
+static inline rp_slab *rp_slab_of(const rp_slab_space *s, const void *p)
+{
+    return &s->desc[((uintptr_t)p - s->base) >> RP_SLAB_SHIFT];
+}
+static inline uint64_t *rp_slab_bits(const rp_slab_space *s, const rp_slab *d)
+{
+    return s->bits + (size_t)(d - s->desc) * RP_SLAB_WORDS;
+}
+
+/* The first byte of the chunk holding p (p in the space). */
+static inline uintptr_t rp_slab_chunk_base(const rp_slab_space *s, const void *p)
+{
+    return s->base + (((uintptr_t)p - s->base) & ~(RP_SLAB_CHUNK_BYTES - 1));
+}
+
+/* 1 when pool cannot take another slab: its chunk used up (or none), no chunk left in the
+ * space, nothing given back, nothing kept empty (read under the space's lock by tests). */
+int rp_slab_pool_exhausted(rp_slab_pool *pool);
+
+/* The index of the block at offset off of a slab whose stride's reciprocal is recip (D1). */
+static inline uint32_t rp_slab_index(uint32_t recip, uint32_t off)
+{
+    return (uint32_t)(((uint64_t)off * recip) >> 32);
+}
+
+/* The stride of the live block at offset off (16-byte aligned) of the space whose meta and
+ * bits arrays are given (free()'s test, with the arrays' addresses at hand), or 0 if no live
+ * block starts there: two loads that do not wait for each other (the metadata word and the
+ * bitmap word of off's granule), no multiply. Safe without the pool's lock: a live block's
+ * metadata word and bit cannot change until it is given back (a free racing with its slab's
+ * set-up for another class is a free of a block that was not live, a program error). */
+static inline uint32_t rp_slab_live_stride(const uint64_t *meta, const uint64_t *bits, uintptr_t off)
+{
+    size_t slab = off >> RP_SLAB_SHIFT;
+    uint32_t g = (uint32_t)(off & (RP_SLAB_BYTES - 1)) >> 4;
+    uint64_t m = __atomic_load_n(&meta[slab], __ATOMIC_RELAXED);
+    uint64_t w = __atomic_load_n(&bits[slab * RP_SLAB_WORDS + (g >> 6)], __ATOMIC_RELAXED);
+    return (w >> (g & 63)) & 1 ? (uint32_t)(m >> 16) & 0xffff : 0;
+}
+
+/* The slab holding p, in the space, if p is a live block of it (its first byte, allocated
+ * bit set), with its stride in *stride; NULL otherwise. Reads no block. */
+static inline rp_slab *rp_slab_block_live(const rp_slab_space *s, const void *p, uint32_t *stride)
+{
+    uintptr_t off = (uintptr_t)p - s->base;
+    uint32_t st = (off & 15) ? 0 : rp_slab_live_stride(s->meta, s->bits, off);
+    if (!st)
+        return NULL;
+    *stride = st;
+    return &s->desc[off >> RP_SLAB_SHIFT];
+}
+
+/* What p is, for reports (never on a hot path): "a live block", or why it is not one ("not
+ * in a slab in use", "inside a block", "past the last block of its slab", "a free block";
+ * *is_free is set for the last one, 0 otherwise). p in the space. */
+const char *rp_slab_describe(const rp_slab_space *s, const void *p, int *is_free);
+
+/* Sets up an empty pool drawing slabs from s, keeping up to keep_empty wholly free slabs. */
+void rp_slab_pool_init(rp_slab_pool *pool, rp_slab_space *s, size_t keep_empty);
+
+/* Takes up to n free blocks of class cls that were handed out before (below their slab's
+ * fresh mark), marking them allocated; stores them in out and returns how many (0: none).
+ * Reads no block. */
+size_t rp_slab_take_recycled(rp_slab_pool *pool, unsigned cls, void **out, size_t n);
+
+/* Takes a run of up to n blocks of class cls that were not handed out yet (from the class's
+ * current slab, or a new one), marking them allocated: blocks first, first + stride, ...
+ * Returns how many (at least 1), or 0 when the space has no slab left (or the OS refused).
+ * Reads and writes no block. */
+size_t rp_slab_take_fresh(rp_slab_pool *pool, unsigned cls, size_t n, void **first);
+
+/* Gives back n live blocks of this pool (of any classes, in any order): each must be a block
+ * rp_slab_block_live accepts whose slab belongs to pool. A slab left with no live block is
+ * kept or released (see above). Reads and writes no block. */
+void rp_slab_give_back(rp_slab_pool *pool, void *const *blocks, size_t n);
+
+/* Releases every empty slab the pool keeps (an explicit trim). Returns how many. */
+size_t rp_slab_pool_trim(rp_slab_pool *pool);
+
+/* Gives every slab back to the space: for a pool whose blocks are all dead (a test's, a
+ * harness's between inputs). Leaves the pool empty; it keeps its chunk. */
+void rp_slab_pool_reset(rp_slab_pool *pool);
+
+/* Verifies S1..S3 for the space (under its lock). 0, or non-zero with a message in why. */
+int rp_slab_space_check(rp_slab_space *s, char *why, size_t len);
+
+/* Verifies D1..D5 and P1 for the pool (under the owner's lock; takes the space's lock to list
+ * the pool's slabs). 0, or non-zero with a message in why. */
+int rp_slab_pool_check(rp_slab_pool *pool, char *why, size_t len);
+
+/* Across fork: the space's lock. */
+void rp_slab_space_fork_prepare(rp_slab_space *s);
+void rp_slab_space_fork_parent(rp_slab_space *s);
+void rp_slab_space_fork_child(rp_slab_space *s);
+
+#endif
