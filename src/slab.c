@@ -435,13 +435,21 @@ static int fail(char *why, size_t len, const char *fmt, ...)
     return -1;
 }
 
+/* 1 if the n bytes at p (8-byte aligned, n a multiple of 8) are all zero. */
 static int all_zero(const void *p, size_t n)
 {
-    const unsigned char *c = p;
-    for (size_t i = 0; i < n; i++)
-        if (c[i])
-            return 0;
-    return 1;
+    const uint64_t *w = p;
+    uint64_t any = 0;
+    for (size_t i = 0; i < n / 8; i++)
+        any |= w[i];
+    return any == 0;
+}
+
+/* 1 if slab i was never used by the look of it: descriptor, metadata word and bitmap zero. */
+static int slab_zero(const rp_slab_space *s, size_t i)
+{
+    return all_zero(&s->desc[i], sizeof s->desc[i]) && s->meta[i] == 0 &&
+           all_zero(s->bits + i * RP_SLAB_WORDS, RP_SLAB_WORDS * 8);
 }
 
 int rp_slab_space_check(rp_slab_space *s, char *why, size_t len)
@@ -482,15 +490,15 @@ int rp_slab_space_check(rp_slab_space *s, char *why, size_t len)
         rc = fail(why, len, "S2: %zu slabs on the released stack, %zu counted", on_stack, s->released_n);
         goto out;
     }
-    /* Every slab used is held or released; the ones never used are zero (their metadata
-     * only as far as the chunks handed out, and 64 slabs beyond: the rest are reserved
-     * pages nothing has written, and reading them all would fault them in). */
-    size_t held = 0, top = s->next_chunk * RP_SLAB_CHUNK_SLABS + RP_SLAB_CHUNK_SLABS;
-    for (size_t i = 0; i < s->nslabs && i < top; i++) {
-        if (slab_used(s, i)) {
-            held += s->desc[i].pool != NULL;
-        } else if (!all_zero(&s->desc[i], sizeof s->desc[i]) || s->meta[i] ||
-                   !all_zero(s->bits + i * RP_SLAB_WORDS, RP_SLAB_WORDS * 8)) {
+    /* Every slab used is held or released. Of the ones never used, the next each chunk would
+     * hand out (and the first of the next chunk) must be zero: reading them all would be the
+     * checker's main cost, and fault in reserved pages nothing has written. */
+    size_t held = 0, top = s->next_chunk * RP_SLAB_CHUNK_SLABS;
+    for (size_t i = 0; i < s->nslabs && i < top; i++)
+        held += slab_used(s, i) && s->desc[i].pool != NULL;
+    for (size_t c = 0; c <= s->next_chunk && c < s->nchunks; c++) {
+        size_t i = c * RP_SLAB_CHUNK_SLABS + s->chunk_used[c];
+        if (s->chunk_used[c] < chunk_slabs(s, c) && !slab_zero(s, i)) {
             rc = fail(why, len, "S2: slab %zu was never used but its metadata is not zero", i);
             goto out;
         }

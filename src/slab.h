@@ -40,13 +40,14 @@
  *       chunk_used[c] is at most chunk c's slabs, and 0 for c >= next_chunk;
  *   S2  a slab is used when its chunk is below next_chunk and its place in the chunk below
  *       chunk_used of it; one never used has its descriptor, metadata word and bitmap all
- *       zero; one used belongs to a pool (pool set) or is on the space's released stack
- *       (pool NULL, stride 0, metadata word 0, no bit set), and released_n counts that
- *       stack;
+ *       zero (the checker reads the next one each chunk would hand out, not all of them);
+ *       one used belongs to a pool (pool set) or is on the space's released stack (pool
+ *       NULL, stride 0, metadata word 0, no bit set), and released_n counts that stack;
  *   S3  slabs_held is the number of descriptors whose pool is set;
  *   D1  a slab i of a pool holding a class: stride = 16 * (cls + 1), colour =
- *       rp_slab_colour(i, stride), its blocks at colour + j * stride for j < nblocks = (RP_SLAB_BYTES -
- *       colour) / stride, and its metadata word is rp_slab_meta_of(stride, nblocks), whose
+ *       rp_slab_colour(i, stride), its blocks at colour + j * stride for j < nblocks =
+ *       (RP_SLAB_BYTES - colour) / stride, and its metadata word is
+ *       rp_slab_meta_of(stride, nblocks), whose
  *       recip = 2^32 / stride + 1 gives for every offset o < RP_SLAB_BYTES the quotient
  *       o / stride as (o * recip) >> 32 (tests/slab_test.c checks every stride and offset);
  *   D2  live is the number of bits set in its bitmap, and a bit is set only at the granule

@@ -383,12 +383,13 @@ static void test_checker_names_damage(void)
     s.released_n++;
     CHECK(rp_slab_space_check(&s, why, sizeof why) != 0 && strncmp(why, "S2:", 3) == 0);
     s.released_n--;
-    s.desc[5].cls = 1; /* a descriptor never used, written */
+    size_t next = s.chunk_used[0]; /* the slab the pool's chunk hands out next: never used */
+    s.desc[next].cls = 1;           /* its descriptor written */
     CHECK(rp_slab_space_check(&s, why, sizeof why) != 0 && strncmp(why, "S2:", 3) == 0);
-    s.desc[5].cls = 0;
-    s.bits[5 * RP_SLAB_WORDS + 3] = 8; /* a bitmap never used, written */
+    s.desc[next].cls = 0;
+    s.bits[next * RP_SLAB_WORDS + 3] = 8; /* its bitmap written */
     CHECK(rp_slab_space_check(&s, why, sizeof why) != 0 && strncmp(why, "S2:", 3) == 0);
-    s.bits[5 * RP_SLAB_WORDS + 3] = 0;
+    s.bits[next * RP_SLAB_WORDS + 3] = 0;
     check_all(&s, &pool, "after repair");
     rp_slab_pool_reset(&pool);
     rp_slab_space_fini(&s);
