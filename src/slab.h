@@ -190,12 +190,6 @@ static inline uint64_t *rp_slab_bits(const rp_slab_space *s, const rp_slab *d)
     return s->bits + (size_t)(d - s->desc) * RP_SLAB_WORDS;
 }
 
-/* The first byte of the chunk holding p (p in the space). */
-static inline uintptr_t rp_slab_chunk_base(const rp_slab_space *s, const void *p)
-{
-    return s->base + (((uintptr_t)p - s->base) & ~(RP_SLAB_CHUNK_BYTES - 1));
-}
-
 /* 1 when pool cannot take another slab: its chunk used up (or none), no chunk left in the
  * space, nothing given back, nothing kept empty (read under the space's lock by tests). */
 int rp_slab_pool_exhausted(rp_slab_pool *pool);
