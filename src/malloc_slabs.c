@@ -21,12 +21,10 @@ int rp_ms_setup(void)
     rp_slab_space s;
     if (rp_slab_space_init(&s, RP_MS_SPACE_BYTES) != 0)
         return -1;
-    /* As the arenas' regions (option huge_pages): slabs are handed out in address order to
-     * every arena, so the first block written in a 2 MiB page brings in the next 31 slabs,
-     * whichever arenas take them (a new thread's first slab has usually been faulted in by
-     * others already). */
-    if (rp_options_get()->huge_pages)
-        rp_os_advise_huge_pages((void *)s.base, s.len);
+    /* As the arenas' regions (option huge_pages), but per pool: an arena's first chunk of
+     * slabs keeps 4 KiB pages (a thread, or a program, that allocates little does not fault in
+     * 2 MiB at its first small block), its later chunks are advised (slab.c, space_take). */
+    s.advise_huge_pages = rp_options_get()->huge_pages;
     /* free() reads the space without a lock: every other field first, the length last. */
     size_t len = s.len;
     s.len = 0;

@@ -148,6 +148,8 @@ typedef struct rp_slab_space {
     size_t slabs_held;    /* S3 */
     uint64_t releases;    /* slabs given back, cumulative (statistics) */
     uint64_t decommit_failures; /* releases whose MADV_DONTNEED the OS refused (kept resident) */
+    int advise_huge_pages; /* set before first use: a pool's chunks after its first are advised
+                              MADV_HUGEPAGE (rp_slab_take_fresh) */
 } rp_slab_space;
 
 typedef struct rp_slab_pool {
@@ -157,6 +159,7 @@ typedef struct rp_slab_pool {
     rp_slab *cur[RP_SLAB_CLASSES];   /* D4 */
     rp_slab *empty;                  /* D5: singly linked */
     size_t chunk;                    /* P2: 1 + the chunk it takes new slabs from, 0 = none */
+    size_t chunks_taken;             /* chunks handed to it so far (huge page advice) */
     size_t empty_n, keep_empty;      /* D5 */
     size_t slabs, blocks_live, bytes_live; /* P1 */
     uint64_t taken, given;           /* blocks taken and given back, cumulative (statistics) */

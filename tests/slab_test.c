@@ -3,9 +3,12 @@
  * nothing else is (interior pointers, tails, free blocks, slabs not in use); taking fresh
  * blocks touches no block memory; empty slabs are kept up to keep_empty, then released with
  * their memory; a full space says so; a model-based random run against a shadow map checks
- * every invariant after every operation; and the checkers name damage of each invariant. */
+ * every invariant after every operation; a pool's chunks after its first are advised huge
+ * pages, its first is not; and the checkers name damage of each invariant. */
 #define _GNU_SOURCE
 #include <stdint.h>
+#include <stdio.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -228,6 +231,70 @@ static void test_exhaustion(void)
     CHECK(rp_slab_space_init(&s, RP_SLAB_BYTES - 16) == -1);
 }
 
+/* Do the mappings covering [lo, hi) carry MADV_HUGEPAGE ("hg" in their VmFlags)? 1 all of
+ * them, 0 none, -1 mixed or not found. */
+static int range_advised_huge(uintptr_t lo, uintptr_t hi)
+{
+    FILE *f = fopen("/proc/self/smaps", "r");
+    if (!f)
+        return -1;
+    char line[512];
+    int in = 0, seen = 0, with = 0;
+    while (fgets(line, sizeof line, f)) {
+        unsigned long a, b;
+        if (sscanf(line, "%lx-%lx ", &a, &b) == 2 && strchr(line, '-') < strchr(line, ' ')) {
+            in = a < hi && b > lo;
+            seen += in;
+        } else if (in && strncmp(line, "VmFlags:", 8) == 0) {
+            with += strstr(line, " hg") != NULL;
+        }
+    }
+    fclose(f);
+    return seen == 0 ? -1 : with == seen ? 1 : with == 0 ? 0 : -1;
+}
+
+/* Huge page advice: a pool's first chunk keeps 4 KiB pages, its later ones are advised; a
+ * second pool's first chunk is not. (Skipped where the kernel has no transparent huge pages.) */
+static void test_huge_page_advice(void)
+{
+    void *probe = mmap(NULL, 4 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    REQUIRE(probe != MAP_FAILED);
+    int thp = madvise(probe, 4 << 20, MADV_HUGEPAGE) == 0;
+    munmap(probe, 4 << 20);
+    rp_slab_space s;
+    REQUIRE(rp_slab_space_init(&s, 3 * RP_SLAB_CHUNK_BYTES) == 0);
+    s.advise_huge_pages = 1;
+    rp_slab_pool a, b;
+    rp_slab_pool_init(&a, &s, 0);
+    rp_slab_pool_init(&b, &s, 0);
+    void *first;
+    for (size_t i = 0; i <= RP_SLAB_CHUNK_SLABS; i++) /* a whole chunk, and one slab of the next */
+        CHECK(rp_slab_take_fresh(&a, 62, RP_SLAB_MAX_BLOCKS, &first) >= 64);
+    CHECK(a.chunk == 2 && a.chunks_taken == 2);
+    CHECK(rp_slab_take_fresh(&b, 0, 1, &first) == 1);
+    CHECK(b.chunk == 3 && b.chunks_taken == 1);
+    check_all(&s, &a, "huge page advice");
+    uintptr_t c0 = s.base, c1 = c0 + RP_SLAB_CHUNK_BYTES, c2 = c1 + RP_SLAB_CHUNK_BYTES;
+    if (thp) {
+        CHECKF(range_advised_huge(c0, c1) == 0, "a pool's first chunk advised: %d", range_advised_huge(c0, c1));
+        CHECKF(range_advised_huge(c1, c2) == 1, "a pool's second chunk not advised: %d", range_advised_huge(c1, c2));
+        CHECKF(range_advised_huge(c2, c2 + RP_SLAB_CHUNK_BYTES) == 0, "another pool's first chunk advised");
+    }
+    /* Not asked for: nothing advised. */
+    rp_slab_pool_reset(&a);
+    rp_slab_pool_reset(&b);
+    rp_slab_space_fini(&s);
+    REQUIRE(rp_slab_space_init(&s, 2 * RP_SLAB_CHUNK_BYTES) == 0);
+    rp_slab_pool_init(&a, &s, 0);
+    for (size_t i = 0; i <= RP_SLAB_CHUNK_SLABS; i++)
+        CHECK(rp_slab_take_fresh(&a, 62, RP_SLAB_MAX_BLOCKS, &first) >= 64);
+    CHECK(a.chunks_taken == 2 && a.chunk == 2);
+    if (thp)
+        CHECK(range_advised_huge(s.base, s.base + 2 * RP_SLAB_CHUNK_BYTES) == 0);
+    rp_slab_pool_reset(&a);
+    rp_slab_space_fini(&s);
+}
+
 /* Random takes and gives over all classes against a shadow map of the space (16-byte
  * granules: which block owns each), every invariant checked after every operation. */
 #define GRANULES (SPACE_SLABS * RP_SLAB_BYTES / 16)
@@ -401,6 +468,7 @@ int main(void)
     test_fresh_and_recycled();
     test_fresh_untouched();
     test_exhaustion();
+    test_huge_page_advice();
     test_checker_names_damage();
     for (uint64_t seed = 1; seed <= 6; seed++)
         test_random(seed, 3000);
