@@ -100,8 +100,16 @@ static inline __attribute__((always_inline)) void *aligned_cached(rp_tcache *tc,
     if (size > TC_MAX_REQUEST || align > RP_TC_MAX_BLOCK)
         return NULL;
     unsigned c = aligned_class(tc, size, align);
-    void *p = c < RP_TC_CLASSES ? rp_tc_top(tc, c) : NULL;
-    return p && ((uintptr_t)p & (align - 1)) == 0 ? rp_tc_pop(tc, c) : NULL;
+    if (c >= RP_TC_CLASSES)
+        return NULL;
+    void *p = rp_tc_top(tc, c);
+    if (p)
+        return ((uintptr_t)p & (align - 1)) == 0 ? rp_tc_pop(tc, c) : NULL;
+    /* An empty bin of a slab class takes its run's next fresh block (T6) here, not after the
+     * general path: aligned requests that are never freed (the seed scenario) live on runs.
+     * Not while frees are collected (T5): the general path examines them first, so a block
+     * the thread freed is reused before a fresh one. */
+    return tc->freed_n == 0 && rp_tc_run_ready(tc, c, align) ? rp_tc_run_take(tc, c) : NULL;
 }
 
 /* Any request: align is a power of two >= 16. The cache serves it when it fits a class
@@ -154,6 +162,8 @@ static RP_NOINLINE void *malloc_cached(rp_tcache *tc, size_t size)
     unsigned c = min_align_class(size);
     if (tc->bins[c].count != 0)
         return rp_tc_pop(tc, c);
+    if (tc->freed_n == 0 && rp_tc_run_ready(tc, c, RP_MIN_ALIGN)) /* as in aligned_cached */
+        return rp_tc_run_take(tc, c);
     return malloc_miss(tc, c, size);
 }
 

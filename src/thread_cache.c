@@ -476,7 +476,7 @@ static void *refill_from_slabs(rp_tcache *tc, unsigned c, size_t n)
 void *rp_tc_refill(rp_tcache *tc, unsigned c, size_t size, size_t align)
 {
     /* Fresh slab blocks first (T6): every block of a run is as aligned as its first. */
-    if (c < RP_SLAB_CLASSES && tc->runs[c].left && ((uintptr_t)tc->runs[c].next & (align - 1)) == 0)
+    if (rp_tc_run_ready(tc, c, align))
         return rp_tc_run_take(tc, c);
     rp_tc_bin *bin = &tc->bins[c];
     size_t cs = rp_tc_class_size(c);

@@ -53,8 +53,8 @@
  *       from next on, each the class's stride apart, in one slab of the cache's arena's pool:
  *       fresh blocks a refill took (rp_slab_take_fresh) and the cache has not handed out.
  *       They are live to the pool and in no bin, carry no tag and are never written by the
- *       cache: malloc hands them out in address order when bin c is empty, without reading
- *       or writing them, so memory no program has touched yet stays untouched (and costs no
+ *       cache: malloc hands them out in address order when bin c is empty and no free is
+ *       collected (T5: those are examined first), without reading or writing them, so memory no program has touched yet stays untouched (and costs no
  *       page fault) until the program writes it. A free() of one (a stale pointer: the
  *       program never got it) is not caught; a block is only in a run if its slab was
  *       empty since it was last freed.
@@ -185,6 +185,13 @@ rp_tcache *rp_tc_get_slow(void);
 static inline uint64_t rp_tc_tag(uint64_t key, const void *p)
 {
     return key ^ (uint64_t)(uintptr_t)p;
+}
+
+/* Can class c's run (T6) serve a request aligned to align: c a slab class, blocks left, the
+ * next one aligned (every block of a run is as aligned as its first)? */
+static inline int rp_tc_run_ready(const rp_tcache *tc, unsigned c, size_t align)
+{
+    return c < RP_SLAB_CLASSES && tc->runs[c].left && ((uintptr_t)tc->runs[c].next & (align - 1)) == 0;
 }
 
 /* Hands out the next block of run c (non-empty, T6): neither reads nor writes the block. Its

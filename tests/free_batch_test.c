@@ -12,6 +12,7 @@
 #include <malloc.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,6 +20,7 @@
 #include "rampart_malloc.h"
 #include "src/pagemap.h"
 #include "src/region.h"
+#include "src/slab.h"
 #include "src/thread_cache.h"
 #include "testing.h"
 
@@ -195,6 +197,46 @@ static void test_allocation_examines_first(void)
     do_free(m);
     rp_malloc_thread_flush();
     check_malloc("after the allocations");
+}
+
+/* Slab classes (slabs on): a bin miss with fresh blocks in the class's run (T6) takes the
+ * run's next block at once, for malloc and for aligned requests; but while frees are
+ * collected it examines them first, and the block just freed is what it returns. */
+static void test_runs_after_collected_frees(void)
+{
+    rp_tcache *tc = fresh_cache();
+    if (tc->slab_len == 0) {
+        printf("slabs off: run cases skipped\n");
+        return;
+    }
+    static void *keep[600];
+    int k = 0;
+    for (int aligned = 0; aligned <= 1; aligned++) {
+        /* 100 bytes: class 6 (stride 112); aligned to 64: class 7 (stride 128). */
+        unsigned c = rp_slab_class_of(aligned ? 128 : 112);
+        void *x = aligned ? do_memalign(64, 100) : do_malloc(100);
+        REQUIRE(x);
+        while ((tc->bins[c].count != 0 || tc->runs[c].left < 4) && k < 600)
+            REQUIRE(keep[k++] = aligned ? do_memalign(64, 100) : do_malloc(100));
+        REQUIRE(tc->bins[c].count == 0 && tc->runs[c].left >= 4);
+        char *next = tc->runs[c].next;
+        void *y = aligned ? do_memalign(64, 100) : do_malloc(100);
+        CHECKF(y == next, "%s: the run's next block %p not taken (got %p)", aligned ? "memalign" : "malloc",
+               (void *)next, y);
+        forget_near(tc);
+        do_free(x);
+        REQUIRE(tc->freed_n == 1);
+        void *z = aligned ? do_memalign(64, 100) : do_malloc(100);
+        CHECKF(z == x && tc->freed_n == 0, "%s: the collected free not reused before the run (%p, freed %p)",
+               aligned ? "memalign" : "malloc", z, x);
+        CHECK(tc->runs[c].next == next + rp_slab_stride(c));
+        do_free(y);
+        do_free(z);
+    }
+    for (int i = 0; i < k; i++)
+        do_free(keep[i]);
+    rp_malloc_thread_flush();
+    check_malloc("after the runs");
 }
 
 /* A report function that frees memory while a batch is examined: the rest of the batch is
@@ -384,6 +426,7 @@ int main(void)
     test_frees_are_examined_in_batches();
     test_misuse_is_found_in_the_batch();
     test_allocation_examines_first();
+    test_runs_after_collected_frees();
     test_report_function_may_free();
     test_thread_exit_examines();
     test_near_frees_are_examined_at_the_call();
