@@ -219,11 +219,12 @@ static inline uint32_t rp_slab_live_stride(const uint64_t *meta, const uint64_t 
 }
 
 /* The slab holding p, in the space, if p is a live block of it (its first byte, allocated
- * bit set), with its stride in *stride; NULL otherwise. Reads no block. */
+ * bit set), with its stride in *stride; NULL otherwise, for any p (outside the space too).
+ * Reads no block. */
 static inline rp_slab *rp_slab_block_live(const rp_slab_space *s, const void *p, uint32_t *stride)
 {
-    uintptr_t off = (uintptr_t)p - s->base;
-    uint32_t st = (off & 15) ? 0 : rp_slab_live_stride(s->meta, s->bits, off);
+    uintptr_t off = (uintptr_t)p - s->base; /* wraps for p below the space: >= len */
+    uint32_t st = (off & 15) || off >= s->len ? 0 : rp_slab_live_stride(s->meta, s->bits, off);
     if (!st)
         return NULL;
     *stride = st;

@@ -66,6 +66,10 @@ static void test_fresh_and_recycled(void)
     CHECK(!live(&s, (char *)first + 16));       /* interior */
     CHECK(!live(&s, (char *)first + 682 * 96)); /* the tail past the last block */
     CHECK(!live(&s, (char *)first + RP_SLAB_BYTES)); /* the next slab, not in use */
+    /* Outside the space, below and above: no metadata is read (fuzz finding of slab_ops: an
+     * offset below the base wrapped and indexed far outside the arrays). */
+    CHECK(!live(&s, (char *)s.base - 16) && !live(&s, (char *)s.base - RP_SLAB_BYTES));
+    CHECK(!live(&s, (char *)s.base + s.len) && !live(&s, (char *)s.base + 2 * s.len));
     CHECK(rp_slab_contains(&s, first) && !rp_slab_contains(&s, (char *)s.base - 16) &&
           !rp_slab_contains(&s, (char *)s.base + s.len));
     int is_free;
