@@ -198,7 +198,8 @@ void adopt(int s, int heap, unsigned char *p, size_t size, size_t align, uint64_
         /* A block with a mapping of its own has whole 2 MiB chunks (mapped_block.h G1). */
         rp_region *r = rp_pagemap_lookup(p);
         size_t page_slack = r && rp_region_is_mapped_block(r) ? RP_MAPPED_BLOCK_ALIGN - 1 : 4096;
-        EXPECT(slack <= 32 || (usable % 4096 == 0 && ((uintptr_t)p & 4095) == 0 && slack <= page_slack),
+        EXPECT(slack <= 32 || slack <= model.kept_slack ||
+                   (usable % 4096 == 0 && ((uintptr_t)p & 4095) == 0 && slack <= page_slack),
                "rp_usable_size(%p) = %zu wastes %zu bytes on a request of %zu", (void *)p, usable, slack, size);
     }
     block nb = {p, size, usable, align, id, heap};

@@ -71,6 +71,8 @@ struct heap_state {
     unsigned long op;       /* index of the current operation, for messages */
     const char *op_name;
     uint64_t os_fail_target; /* value of rp_os_calls() at which the injected failure fires */
+    size_t kept_slack;       /* slack adopt accepts besides a fresh block's: set for a block a
+                                realloc kept whole because the OS refused to take pages back */
 };
 
 /* The model: both heaps, the program's blocks (slots), recently freed pointers. */

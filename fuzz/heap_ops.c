@@ -180,7 +180,13 @@ static void do_realloc(int s, size_t size, uint8_t flags)
     block moved = old;
     moved.p = q;
     verify_block(&moved, keep, "by realloc");
+    /* A shrink in place whose giving back of pages the OS refused (an injected failure) keeps
+     * the block as it was (mapped_block.c, rp_mapped_block_shrink): its old usable size, more
+     * slack than a block of this size has otherwise. Anything else is checked as usual. */
+    if (q == old.p && injection_armed(calls) && size < old.usable && rp_usable_size(q) == old.usable)
+        model.kept_slack = old.usable - size;
     adopt(s, target_index, q, size, old.align, old.id);
+    model.kept_slack = 0;
 }
 
 static void do_add_region(uint16_t offset, uint16_t len16, uint8_t misalign)

@@ -111,6 +111,18 @@ static void test_grow_shrink_free(void)
     CHECK(rp_realloc(h, s, 51 * MiB) == s);
     CHECK(rp_usable_size(s) == 52 * MiB);
 
+    /* A shrink whose unmapping the OS refuses keeps the block whole: same pointer, same
+     * usable size and contents, nothing counted as given back; the next one succeeds. */
+    before = rp_os_mapped_bytes();
+    rp_os_fail_at(1);
+    CHECK(rp_realloc(h, s, 30 * MiB) == s);
+    rp_os_fail_at(0);
+    CHECK(rp_usable_size(s) == 52 * MiB && rp_os_mapped_bytes() == before && stamped(s, 40 * MiB, 1));
+    CHECK_HEAP(h);
+    CHECK(rp_realloc(h, s, 30 * MiB) == s && rp_usable_size(s) == 30 * MiB);
+    CHECK(before - rp_os_mapped_bytes() == 22 * MiB && stamped(s, 30 * MiB, 1));
+    CHECK_HEAP(h);
+
     /* Below one chunk it moves into the heap: a small block does not keep 2 MiB. */
     unsigned char *t = rp_realloc(h, s, 1000);
     REQUIRE(t);
