@@ -149,7 +149,7 @@ typedef struct rp_slab_space {
     uint64_t releases;    /* slabs given back, cumulative (statistics) */
     uint64_t decommit_failures; /* releases whose MADV_DONTNEED the OS refused (kept resident) */
     int advise_huge_pages; /* set before first use: a pool's chunks after its first are advised
-                              MADV_HUGEPAGE (rp_slab_take_fresh) */
+                              MADV_HUGEPAGE as it takes them */
 } rp_slab_space;
 
 typedef struct rp_slab_pool {

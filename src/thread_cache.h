@@ -54,8 +54,9 @@
  *       fresh blocks a refill took (rp_slab_take_fresh) and the cache has not handed out.
  *       They are live to the pool and in no bin, carry no tag and are never written by the
  *       cache: malloc hands them out in address order when bin c is empty and no free is
- *       collected (T5: those are examined first), without reading or writing them, so memory no program has touched yet stays untouched (and costs no
- *       page fault) until the program writes it. A free() of one (a stale pointer: the
+ *       collected (T5: those are examined first), without reading or writing them, so
+ *       memory no program has touched yet stays untouched (and costs no page fault) until
+ *       the program writes it. A free() of one (a stale pointer: the
  *       program never got it) is not caught; a block is only in a run if its slab was
  *       empty since it was last freed.
  *   T5  freed[0 .. freed_n-1] are the pointers outside the near region (below) this thread

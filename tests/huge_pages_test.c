@@ -19,6 +19,7 @@
 #include "src/rampart.h"
 #include "src/slab.h"
 #include "testing.h"
+#include "vma_flags.h"
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define SANITIZER_OWNS_MALLOC 1
@@ -31,35 +32,6 @@
 #define SANITIZER_OWNS_MALLOC 0
 #endif
 
-/* 1 if the mapping holding addr has the VmFlag `flag`, 0 if not, -1 if no mapping holds it or
- * smaps cannot be read. */
-static int vma_has_flag(const void *addr, const char *flag)
-{
-    FILE *f = fopen("/proc/self/smaps", "r");
-    if (!f)
-        return -1;
-    char line[512];
-    int inside = 0, result = -1;
-    uintptr_t a = (uintptr_t)addr;
-    while (fgets(line, sizeof line, f)) {
-        unsigned long lo, hi;
-        char dash;
-        /* A mapping's first line: "lo-hi perms offset dev inode path". */
-        if (sscanf(line, "%lx%c%lx ", &lo, &dash, &hi) == 3 && dash == '-') {
-            inside = a >= lo && a < hi;
-            continue;
-        }
-        if (inside && strncmp(line, "VmFlags:", 8) == 0) {
-            result = 0;
-            for (char *tok = strtok(line + 8, " \n"); tok; tok = strtok(NULL, " \n"))
-                if (strcmp(tok, flag) == 0)
-                    result = 1;
-            break;
-        }
-    }
-    fclose(f);
-    return result;
-}
 
 /* Does this kernel take MADV_HUGEPAGE at all (CONFIG_TRANSPARENT_HUGEPAGE)? Asked on scratch
  * memory, so an answer of no is the kernel's, not rampart's. */

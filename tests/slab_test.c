@@ -15,6 +15,7 @@
 #include "src/os.h"
 #include "src/slab.h"
 #include "testing.h"
+#include "vma_flags.h"
 
 #define SPACE_SLABS 64
 
@@ -235,28 +236,6 @@ static void test_exhaustion(void)
     CHECK(rp_slab_space_init(&s, RP_SLAB_BYTES - 16) == -1);
 }
 
-/* Do the mappings covering [lo, hi) carry MADV_HUGEPAGE ("hg" in their VmFlags)? 1 all of
- * them, 0 none, -1 mixed or not found. */
-static int range_advised_huge(uintptr_t lo, uintptr_t hi)
-{
-    FILE *f = fopen("/proc/self/smaps", "r");
-    if (!f)
-        return -1;
-    char line[512];
-    int in = 0, seen = 0, with = 0;
-    while (fgets(line, sizeof line, f)) {
-        unsigned long a, b;
-        if (sscanf(line, "%lx-%lx ", &a, &b) == 2 && strchr(line, '-') < strchr(line, ' ')) {
-            in = a < hi && b > lo;
-            seen += in;
-        } else if (in && strncmp(line, "VmFlags:", 8) == 0) {
-            with += strstr(line, " hg") != NULL;
-        }
-    }
-    fclose(f);
-    return seen == 0 ? -1 : with == seen ? 1 : with == 0 ? 0 : -1;
-}
-
 /* Huge page advice: a pool's first chunk keeps 4 KiB pages, its later ones are advised; a
  * second pool's first chunk is not. (Skipped where the kernel has no transparent huge pages.) */
 static void test_huge_page_advice(void)
@@ -280,9 +259,11 @@ static void test_huge_page_advice(void)
     check_all(&s, &a, "huge page advice");
     uintptr_t c0 = s.base, c1 = c0 + RP_SLAB_CHUNK_BYTES, c2 = c1 + RP_SLAB_CHUNK_BYTES;
     if (thp) {
-        CHECKF(range_advised_huge(c0, c1) == 0, "a pool's first chunk advised: %d", range_advised_huge(c0, c1));
-        CHECKF(range_advised_huge(c1, c2) == 1, "a pool's second chunk not advised: %d", range_advised_huge(c1, c2));
-        CHECKF(range_advised_huge(c2, c2 + RP_SLAB_CHUNK_BYTES) == 0, "another pool's first chunk advised");
+        CHECKF(vma_range_has_flag(c0, c1, "hg") == 0, "a pool's first chunk advised: %d",
+               vma_range_has_flag(c0, c1, "hg"));
+        CHECKF(vma_range_has_flag(c1, c2, "hg") == 1, "a pool's second chunk not advised: %d",
+               vma_range_has_flag(c1, c2, "hg"));
+        CHECKF(vma_range_has_flag(c2, c2 + RP_SLAB_CHUNK_BYTES, "hg") == 0, "another pool's first chunk advised");
     }
     /* Not asked for: nothing advised. */
     rp_slab_pool_reset(&a);
@@ -294,7 +275,7 @@ static void test_huge_page_advice(void)
         CHECK(rp_slab_take_fresh(&a, 62, RP_SLAB_MAX_BLOCKS, &first) >= 64);
     CHECK(a.chunks_taken == 2 && a.chunk == 2);
     if (thp)
-        CHECK(range_advised_huge(s.base, s.base + 2 * RP_SLAB_CHUNK_BYTES) == 0);
+        CHECK(vma_range_has_flag(s.base, s.base + 2 * RP_SLAB_CHUNK_BYTES, "hg") == 0);
     rp_slab_pool_reset(&a);
     rp_slab_space_fini(&s);
 }
