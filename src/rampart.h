@@ -38,7 +38,8 @@ enum {
      * rp_heap_add_region (hugepages, shared memory, a static buffer). */
     RP_HEAP_NO_OS = 1u << 0,
     /* Ask the OS for transparent huge pages (madvise MADV_HUGEPAGE) on the page area of every
-     * region mapped from the OS that holds at least one 2 MiB page: the first touch of each
+     * region mapped from the OS that holds at least one 2 MiB page (and on the whole 2 MiB
+     * pages of its page descriptors, which a region of 256 MiB has): the first touch of each
      * 2 MiB then costs one fault instead of 512, which dominates the cost of carving fresh
      * small blocks (their headers are written into fresh memory). The price is resident
      * memory in 2 MiB steps, and khugepaged may collapse partly decommitted ranges again;

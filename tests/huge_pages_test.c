@@ -1,5 +1,6 @@
 /* Transparent huge pages: RP_HEAP_HUGE_PAGES advises exactly the page areas of OS regions that
- * hold whole 2 MiB pages, and nothing else (heaps without the flag, small regions, caller
+ * hold whole 2 MiB pages and the descriptors of those whose descriptors fill whole 2 MiB pages,
+ * and nothing else (heaps without the flag, small regions and their metadata, caller
  * memory). What the kernel recorded is read back from /proc/self/smaps: a mapping advised
  * with MADV_HUGEPAGE carries "hg" among its VmFlags.
  *
@@ -59,6 +60,26 @@ static int first_block_advised(const rp_heap_config *cfg)
     return advised;
 }
 
+/* vma_range_has_flag(.., "hg") for the metadata just below the page area of the first region
+ * (of region_bytes, a power of two) of a new heap with flags: the 2 MiB below it for a region
+ * of 256 MiB, its last page for smaller ones (whose metadata is smaller than 2 MiB). */
+static int region_metadata_advised(unsigned flags, size_t region_bytes)
+{
+    rp_heap_config cfg = {0};
+    cfg.flags = flags;
+    cfg.region_bytes = region_bytes;
+    rp_heap *h = rp_heap_create(&cfg);
+    REQUIRE(h);
+    void *p = rp_alloc(h, (size_t)128 << 10, 0); /* page tier: inside the region's page area */
+    REQUIRE(p);
+    uintptr_t area = (uintptr_t)p & ~(uintptr_t)(region_bytes - 1);
+    size_t span = region_bytes >= ((size_t)256 << 20) ? (size_t)2 << 20 : (size_t)4096;
+    int advised = vma_range_has_flag(area - span, area, "hg");
+    rp_free(p);
+    rp_heap_destroy(h);
+    return advised;
+}
+
 static void heap_flag_cases(void)
 {
     /* Advised: the default first region (4 MiB) of a heap with the flag, for small blocks and
@@ -87,6 +108,13 @@ static void heap_flag_cases(void)
 
     /* Not advised: the same heap without the flag. */
     CHECK(first_block_advised(NULL) == 0);
+
+    /* The descriptors of a region of 256 MiB fill the 2 MiB just below its page area (which
+     * is aligned to its size): advised with the flag, not without; a 4 MiB region's metadata
+     * is a few pages and never is. */
+    CHECK(region_metadata_advised(RP_HEAP_HUGE_PAGES, (size_t)256 << 20) == 1);
+    CHECK(region_metadata_advised(0, (size_t)256 << 20) == 0);
+    CHECK(region_metadata_advised(RP_HEAP_HUGE_PAGES, (size_t)4 << 20) == 0);
 
     /* Not advised: a first region smaller than one huge page (1 MiB). */
     rp_heap_config tiny = {0};
