@@ -91,9 +91,9 @@ static rp_tcache *tc_create(void)
     size_t slots = 0;
     for (unsigned c = 0; c < RP_TC_CLASSES; c++) {
         maxes[c] = (uint16_t)bin_limit(rp_tc_class_size(c), cache_cap, RP_TC_LIMIT_MAX);
-        slots += maxes[c];
+        slots += maxes[c] + RP_TC_SLOT_PAD;
     }
-    /* Mapped on its own (zeroed), not carved from the arena: the slot store (160 KiB at the
+    /* Mapped on its own (zeroed), not carved from the arena: the slot store (240 KiB at the
      * default cap) is written only as far as the bins fill, so a thread that caches little
      * faults in a few pages of it, and the arena's first huge page is left whole for spans. */
     size_t map_bytes = rp_align_up(sizeof(rp_tcache) + slots * sizeof(void *), RP_OS_PAGE);
@@ -112,13 +112,14 @@ static rp_tcache *tc_create(void)
     tc->slab_meta = rp_ms_space.meta;
     tc->slab_bits = rp_ms_space.bits;
     tc->slot_count = slots;
-    /* T2: the bins' stretches of slot_store, one after the other in class order. Every
+    /* T2: the bins' stretches of slot_store, one after the other in class order, a line
+     * apart. Every
      * limit starts at 0 (nothing reserved, T3): a bin reserves room when it is first used. */
     void **next_slot = tc->slot_store;
     for (unsigned c = 0; c < RP_TC_CLASSES; c++) {
         tc->bins[c].slots = next_slot;
         tc->bin_max[c] = maxes[c];
-        next_slot += maxes[c];
+        next_slot += maxes[c] + RP_TC_SLOT_PAD;
     }
     for (unsigned i = 0; i < RP_TC_PAGE_BINS; i++)
         tc->pbins[i].limit = bin_limit(page_bin_bytes(i), tc->cap, RP_TC_PAGE_SLOTS);
@@ -221,6 +222,8 @@ static void release_flushed(const rp_tcache *tc, unsigned c, void **ptrs, size_t
     }
 }
 
+#define FLUSH_CHUNK 128 /* blocks a flush moves at a time */
+
 /* Takes the oldest blocks of bin c (all but the `keep` on top) out of it and returns them to
  * their arenas (release_flushed). */
 static void flush_tail(rp_tcache *tc, unsigned c, uint32_t keep)
@@ -228,13 +231,18 @@ static void flush_tail(rp_tcache *tc, unsigned c, uint32_t keep)
     rp_tc_bin *bin = &tc->bins[c];
     if (bin->count <= keep)
         return;
-    uint32_t n = bin->count - keep;
-    void *ptrs[RP_TC_LIMIT_MAX];
-    memcpy(ptrs, bin->slots, n * sizeof(void *));
-    memmove(bin->slots, bin->slots + n, keep * sizeof(void *));
-    __atomic_store_n(&bin->count, keep, __ATOMIC_RELAXED); /* the room stays reserved (T3) */
     __atomic_store_n(&tc->flushes, tc->flushes + 1, __ATOMIC_RELAXED);
-    release_flushed(tc, c, ptrs, n);
+    /* In chunks, so that free()'s slow path keeps a small stack frame. Each chunk leaves the
+     * bin consistent before its blocks go (release_flushed may report, and a report
+     * callback may free into this bin). */
+    while (bin->count > keep) {
+        void *ptrs[FLUSH_CHUNK];
+        uint32_t n = bin->count - keep < FLUSH_CHUNK ? bin->count - keep : FLUSH_CHUNK;
+        memcpy(ptrs, bin->slots, n * sizeof(void *));
+        memmove(bin->slots, bin->slots + n, (bin->count - n) * sizeof(void *));
+        __atomic_store_n(&bin->count, bin->count - n, __ATOMIC_RELAXED); /* the room stays reserved (T3) */
+        release_flushed(tc, c, ptrs, n);
+    }
 }
 
 /* Takes the oldest blocks (all but the `keep` on top) out of page bin i, clears their
@@ -658,14 +666,15 @@ int rp_tc_check(rp_tcache *tc, char *why, size_t len)
     void **expect = tc->slot_store;
     for (unsigned c = 0; c < RP_TC_CLASSES; c++) {
         const rp_tc_bin *bin = &tc->bins[c];
-        if (bin->slots != expect || (size_t)(expect - tc->slot_store) + tc->bin_max[c] > tc->slot_count)
+        if (bin->slots != expect ||
+            (size_t)(expect - tc->slot_store) + tc->bin_max[c] + RP_TC_SLOT_PAD > tc->slot_count)
             return rp_why(why, len, "T2: bin %u's slots are not its own stretch of the cache's slot array", c);
         if (bin->count > bin->limit)
             return rp_why(why, len, "T2: bin %u holds %u blocks, above its limit %u", c, bin->count, bin->limit);
         if (bin->limit > tc->bin_max[c])
             return rp_why(why, len, "T2: bin %u's limit %u is above its stretch of %u slots", c, bin->limit,
                           tc->bin_max[c]);
-        expect += tc->bin_max[c];
+        expect += tc->bin_max[c] + RP_TC_SLOT_PAD;
         counted += (size_t)bin->limit * rp_tc_class_size(c);
         listed += bin->count;
     }

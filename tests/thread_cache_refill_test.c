@@ -189,10 +189,61 @@ static void test_bins_reserve_room(void)
     CHECK(reserved_bytes(tc) == 0 && (size_t)tc->room == tc->cap);
 }
 
+/* A bin holds up to RP_TC_LIMIT_MAX (512) blocks of up to 512 bytes at the default cap: a
+ * thread that frees 400 blocks of one class in a row (the consumer phase of a
+ * producer/consumer pair) keeps them all, with no flush to the transfer caches and back. */
+static void test_bins_absorb_swings(void)
+{
+    test_malloc_free(1);
+    rp_malloc_thread_flush();
+    rp_tcache *tc = rp_tc_self;
+    REQUIRE(tc);
+    unsigned c = rp_tc_class_of_block(112);
+    static void *ps[400];
+    for (int i = 0; i < 400; i++)
+        REQUIRE(ps[i] = malloc(96));
+    rp_malloc_free_collected(tc);
+    uint64_t flushes = tc->flushes;
+    uint32_t before = tc->bins[c].count;
+    REQUIRE(before <= 100); /* the 400 fit below the limit of 512 */
+    for (int i = 0; i < 400; i++)
+        free(ps[i]);
+    rp_malloc_free_collected(tc);
+    printf("400 frees of one class: bin %u -> %u blocks (limit %u), %llu flushes\n", before, tc->bins[c].count,
+           tc->bins[c].limit, (unsigned long long)(tc->flushes - flushes));
+    CHECKF(tc->flushes == flushes && tc->bins[c].count == before + 400, "%llu flushes, %u blocks",
+           (unsigned long long)(tc->flushes - flushes), tc->bins[c].count);
+    rp_malloc_thread_flush();
+}
+
+/* T2's padding: the stretches of the bins at the full limit (4 KiB each) start in distinct
+ * L1 sets (address bits 6-11), so that the bins' tops do not evict each other. */
+static void test_slot_stretches_apart(void)
+{
+    test_malloc_free(1);
+    rp_tcache *tc = rp_tc_self;
+    REQUIRE(tc);
+    uint64_t sets = 0;
+    int full = 0, clashes = 0;
+    for (unsigned c = 0; c < RP_TC_CLASSES; c++) {
+        if (tc->bin_max[c] != RP_TC_LIMIT_MAX)
+            continue;
+        unsigned set = (unsigned)(((uintptr_t)tc->bins[c].slots >> 6) & 63);
+        clashes += (sets >> set) & 1;
+        sets |= (uint64_t)1 << set;
+        full++;
+    }
+    printf("%d bins of %u slots, %d share an L1 set with an earlier one\n", full, RP_TC_LIMIT_MAX, clashes);
+    CHECK(full >= 16);
+    CHECK(clashes == 0);
+}
+
 int main(void)
 {
     test_bins_reserve_room();
     test_cache_mapped_apart();
     test_full_cache_refills_in_batches();
+    test_bins_absorb_swings();
+    test_slot_stretches_apart();
     TEST_MAIN_END();
 }
