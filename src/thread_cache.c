@@ -113,8 +113,8 @@ static rp_tcache *tc_create(void)
     tc->slab_bits = rp_ms_space.bits;
     tc->slot_count = slots;
     /* T2: the bins' stretches of slot_store, one after the other in class order, a line
-     * apart. Every
-     * limit starts at 0 (nothing reserved, T3): a bin reserves room when it is first used. */
+     * apart. Every limit starts at 0 (nothing reserved, T3): a bin reserves room when it is
+     * first used. */
     void **next_slot = tc->slot_store;
     for (unsigned c = 0; c < RP_TC_CLASSES; c++) {
         tc->bins[c].slots = next_slot;
