@@ -44,7 +44,7 @@ static unsigned internal_frames = INTERNAL_FRAMES;
 static code_range report_fn;
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 
-/* Defined by the malloc drop-in (src/arena.c): present exactly when the process's malloc,
+/* Defined by the malloc drop-in (src/malloc/arena.c): present exactly when the process's malloc,
  * free, ... in this link are rampart's. */
 extern int rp_malloc_ready(void) __attribute__((weak));
 
@@ -91,7 +91,7 @@ static void init(void)
         NAMED(rp_alloc),       NAMED(rp_calloc),     NAMED(rp_realloc),      NAMED(rp_free),
         NAMED(rp_usable_size), NAMED(rp_heap_check), NAMED(rp_heap_destroy), NAMED(rp_quarantine_flush),
     };
-    /* The malloc drop-in's functions (src/malloc.c), by the names a program calls. */
+    /* The malloc drop-in's functions (src/malloc/malloc.c), by the names a program calls. */
     static const named_fn malloc_family[] = {
         NAMED(malloc),       NAMED(free),           NAMED(calloc),        NAMED(realloc),
         NAMED(reallocarray), NAMED(posix_memalign), NAMED(aligned_alloc), NAMED(memalign),

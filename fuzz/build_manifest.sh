@@ -52,7 +52,7 @@ compile() {
     case " $extra " in *" -fno-builtin-malloc "*) extra="$extra $malloc_flags" ;; esac
     # shellcheck disable=SC2086 # CFLAGS and extra are lists of flags
     # The include paths Bazel gives: the root, and src/ and debug/ (strip_include_prefix).
-    $CC $CFLAGS -std=c11 $extra -I"$root" -I"$root/src" -I"$root/debug" "${defines[@]}" -c "$root/$src" -o "$obj"
+    $CC $CFLAGS -std=c11 $extra -I"$root" -I"$root/src" -I"$root/src/malloc" -I"$root/debug" "${defines[@]}" -c "$root/$src" -o "$obj"
 }
 objs=()
 pids=()

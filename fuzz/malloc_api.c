@@ -61,14 +61,14 @@
 #include "fuzz/malloc_worker.h"
 #include "rampart.h"
 #include "rampart_malloc.h"
-#include "src/arena.h"
+#include "src/malloc/arena.h"
 #include "src/heap.h"
-#include "src/malloc_slabs.h"
+#include "src/malloc/malloc_slabs.h"
 #include "src/pagemap.h"
 #include "src/region.h"
 #include "src/span.h"
-#include "src/thread_cache.h"
-#include "src/transfer_cache.h"
+#include "src/malloc/thread_cache.h"
+#include "src/malloc/transfer_cache.h"
 
 /* glibc 2.36 does not declare these; the drop-in defines them (malloc.c). */
 void free_sized(void *p, size_t size);

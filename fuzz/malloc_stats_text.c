@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "fuzz/expect.h"
-#include "src/malloc_slabs.h"
+#include "src/malloc/malloc_slabs.h"
 #include "src/options.h"
 
 /* ---- snapshots --------------------------------------------------------------------------- */

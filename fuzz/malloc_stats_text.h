@@ -10,8 +10,8 @@
 
 #include "rampart.h"
 #include "rampart_malloc.h"
-#include "src/arena.h"
-#include "src/malloc_slabs.h"
+#include "src/malloc/arena.h"
+#include "src/malloc/malloc_slabs.h"
 
 typedef struct stats_snapshot {
     rp_malloc_stats_t ms;

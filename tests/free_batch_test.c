@@ -1,4 +1,4 @@
-/* The free batch of the malloc drop-in (T5 in src/thread_cache.h), under the default options:
+/* The free batch of the malloc drop-in (T5 in src/malloc/thread_cache.h), under the default options:
  * free() of a small block outside the thread's near region records the pointer, and the
  * thread examines its recorded frees together when the batch is full, at a cache miss, a
  * direct allocation, realloc, a flush, a stats call and thread exit. What a batch must still
@@ -21,7 +21,7 @@
 #include "src/pagemap.h"
 #include "src/region.h"
 #include "src/slab.h"
-#include "src/thread_cache.h"
+#include "src/malloc/thread_cache.h"
 #include "testing.h"
 
 /* Called through volatile pointers, so that the compiler cannot pair and drop them. */

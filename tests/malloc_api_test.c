@@ -15,7 +15,7 @@
 
 #include "rampart.h"
 #include "rampart_malloc.h"
-#include "src/malloc_slabs.h"
+#include "src/malloc/malloc_slabs.h"
 #include "testing.h"
 
 void cfree(void *p);

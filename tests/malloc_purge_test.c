@@ -11,7 +11,7 @@
 
 #include "rampart.h"
 #include "rampart_malloc.h"
-#include "src/arena.h"
+#include "src/malloc/arena.h"
 #include "testing.h"
 
 #define BLOCKS 64

@@ -1,4 +1,4 @@
-/* The malloc drop-in's slab blocks (src/malloc_slabs.h), linked in statically, white-box: small
+/* The malloc drop-in's slab blocks (src/malloc/malloc_slabs.h), linked in statically, white-box: small
  * requests (up to 1008 bytes, and aligned ones whose size rounded to the alignment is) are
  * slab blocks without a header, of the request rounded to 16 bytes; fresh blocks are handed
  * out without being written (their pages stay out of memory until the program writes them);
@@ -16,8 +16,8 @@
 
 #include "rampart.h"
 #include "rampart_malloc.h"
-#include "src/malloc_slabs.h"
-#include "src/thread_cache.h"
+#include "src/malloc/malloc_slabs.h"
+#include "src/malloc/thread_cache.h"
 #include "testing.h"
 
 /* Through volatile pointers: the compiler must not pair and drop the calls. */

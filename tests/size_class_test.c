@@ -1,5 +1,5 @@
-/* The thread caches' size classes: invariants C1..C4 of src/size_class.h, exhaustively. */
-#include "src/size_class.h"
+/* The thread caches' size classes: invariants C1..C4 of src/malloc/size_class.h, exhaustively. */
+#include "src/malloc/size_class.h"
 #include "testing.h"
 
 int main(void)

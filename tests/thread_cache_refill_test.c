@@ -1,4 +1,4 @@
-/* Thread caches at their cap (src/thread_cache.h): a cache filled up with blocks of some
+/* Thread caches at their cap (src/malloc/thread_cache.h): a cache filled up with blocks of some
  * classes still refills the others in batches, making room from its fullest bins, instead of
  * serving every miss by a direct heap allocation. What a real producer/consumer program does
  * to the consumer's cache: it fills with the classes the consumer frees, while its own
@@ -15,7 +15,7 @@
 #include "rampart.h"
 #include "rampart_malloc.h"
 #include "src/span.h"
-#include "src/thread_cache.h"
+#include "src/malloc/thread_cache.h"
 #include "testing.h"
 
 #define FILL_BLOCKS 8000

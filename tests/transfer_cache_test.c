@@ -1,4 +1,4 @@
-/* Transfer caches (src/transfer_cache.h): blocks one thread allocates and another frees come
+/* Transfer caches (src/malloc/transfer_cache.h): blocks one thread allocates and another frees come
  * back to the allocating thread's arena as whole batches, and its next allocations take them
  * from there without touching the heap, several batches per refill (up to half the bin), which
  * empties the thread's near region; their blocks still count as cached (a double free
@@ -13,9 +13,9 @@
 #include "rampart.h"
 #include "rampart_malloc.h"
 #include "src/heap.h"
-#include "src/malloc_slabs.h"
-#include "src/thread_cache.h"
-#include "src/transfer_cache.h"
+#include "src/malloc/malloc_slabs.h"
+#include "src/malloc/thread_cache.h"
+#include "src/malloc/transfer_cache.h"
 #include "testing.h"
 
 #define N 3000

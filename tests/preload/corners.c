@@ -15,7 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "src/rampart_malloc.h"
+#include "src/malloc/rampart_malloc.h"
 
 static int failures;
 #define EXPECT(cond)                                                                           \

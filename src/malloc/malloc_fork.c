@@ -3,7 +3,7 @@
 #include <pthread.h>
 
 #include "arena.h"
-#include "heap.h"
+#include "src/heap.h"
 #include "malloc_slabs.h"
 #include "thread_cache.h"
 #include "transfer_cache.h"

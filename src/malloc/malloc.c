@@ -20,16 +20,16 @@
 #include <string.h>
 
 #include "arena.h"
-#include "header_snapshot.h"
-#include "heap.h"
+#include "src/header_snapshot.h"
+#include "src/heap.h"
 #include "malloc_slabs.h"
-#include "pagemap.h"
+#include "src/pagemap.h"
 #include "rampart_malloc.h"
-#include "report.h"
+#include "src/report.h"
 #include "size_class.h"
-#include "span.h"
+#include "src/span.h"
 #include "thread_cache.h"
-#include "tier.h"
+#include "src/tier.h"
 #include "transfer_cache.h"
 
 #define RP_NOINLINE __attribute__((noinline))

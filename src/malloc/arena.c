@@ -12,9 +12,9 @@
 #include "malloc_fork.h"
 #include "malloc_slabs.h"
 #include "malloc_stats.h"
-#include "options.h"
+#include "src/options.h"
 #include "rampart_malloc.h"
-#include "secret.h"
+#include "src/secret.h"
 #include "thread_cache.h"
 #include "transfer_cache.h"
 

@@ -32,8 +32,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "heap.h"
-#include "lock.h"
+#include "src/heap.h"
+#include "src/lock.h"
 #include "size_class.h"
 
 #define RP_XFER_SLOTS 16 /* batches per class */

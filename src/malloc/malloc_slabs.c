@@ -3,10 +3,10 @@
 #include <string.h>
 
 #include "arena.h"
-#include "lock.h"
-#include "options.h"
-#include "os.h"
-#include "report.h"
+#include "src/lock.h"
+#include "src/options.h"
+#include "src/os.h"
+#include "src/report.h"
 #include "thread_cache.h"
 
 rp_slab_space rp_ms_space; /* len 0 until rp_ms_setup succeeds */

@@ -18,8 +18,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "heap.h"
-#include "slab.h"
+#include "src/heap.h"
+#include "src/slab.h"
 
 /* Address space reserved for slabs: 16 GiB of small blocks (a program that needs more gets
  * span blocks for the rest), with 144 MiB of descriptors, both taking memory only as slabs

@@ -9,10 +9,10 @@
 #include <unistd.h>
 
 #include "arena.h"
-#include "heap.h"
+#include "src/heap.h"
 #include "malloc_slabs.h"
 #include "malloc_stats.h"
-#include "options.h"
+#include "src/options.h"
 #include "rampart_malloc.h"
 #include "thread_cache.h"
 #include "transfer_cache.h"

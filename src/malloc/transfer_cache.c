@@ -3,12 +3,12 @@
 #include <string.h>
 
 #include "arena.h"
-#include "batch.h"
-#include "header_snapshot.h"
+#include "src/batch.h"
+#include "src/header_snapshot.h"
 #include "malloc_slabs.h"
-#include "os.h"
-#include "pagemap.h"
-#include "report.h"
+#include "src/os.h"
+#include "src/pagemap.h"
+#include "src/report.h"
 #include "thread_cache.h"
 
 void rp_xfer_init(rp_xfer *x, size_t cap)

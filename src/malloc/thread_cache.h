@@ -105,10 +105,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "bits.h"
-#include "heap.h"
+#include "src/bits.h"
+#include "src/heap.h"
 #include "size_class.h"
-#include "slab.h"
+#include "src/slab.h"
 
 #define RP_TC_BATCH_MAX 64   /* blocks per refill */
 #define RP_TC_LIMIT_MAX 512  /* blocks per bin, within a quarter of the cap (bin_limit): threads

@@ -21,8 +21,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "bits.h"
-#include "block.h"
+#include "src/bits.h"
+#include "src/block.h"
 
 #define RP_TC_SMALL_MAX 1024u               /* last exact-step class */
 #define RP_TC_SMALL_CLASSES 63u             /* 32, 48, ..., 1024 */

@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "heap.h"
+#include "src/heap.h"
 
 #define RP_MAX_ARENAS 64
 /* The first OS region of arenas 1 and up: below one huge page (see arena_create_locked). */

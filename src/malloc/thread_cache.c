@@ -8,14 +8,14 @@
 #include <string.h>
 
 #include "arena.h"
-#include "batch.h"
-#include "header_snapshot.h"
-#include "options.h"
-#include "os.h"
-#include "pagemap.h"
-#include "report.h"
-#include "secret.h"
-#include "tier.h"
+#include "src/batch.h"
+#include "src/header_snapshot.h"
+#include "src/options.h"
+#include "src/os.h"
+#include "src/pagemap.h"
+#include "src/report.h"
+#include "src/secret.h"
+#include "src/tier.h"
 #include "malloc_slabs.h"
 #include "transfer_cache.h"
 
