@@ -9,10 +9,16 @@
 #   valgrind                           the Valgrind integration test
 #   python3 sqlite3 git                real programs run under LD_PRELOAD by the tests
 #   libjemalloc2 libmimalloc2.0 libtcmalloc-minimal4   peers compared by rpbench
+#   cmake ninja-build                  building the mimalloc-bench suite for rpbench
+#   libdw-dev                          file:line symbolisation (DWARF) in the debug flavour
+#   google-perftools                   google-pprof, which reads rpdump's heap profiles (tests)
+#   librsvg2-bin                       rsvg-convert, which renders rpdump's and rpbench's SVGs (tests)
+#   meson                              the Meson build for consumers (install test)
 set -eu
 
 PACKAGES="bazel-bootstrap bazel-rules-java clang lld llvm libclang-rt-14-dev libunwind-dev
-pkg-config valgrind python3 sqlite3 git libjemalloc2 libmimalloc2.0 libtcmalloc-minimal4"
+pkg-config valgrind python3 sqlite3 git libjemalloc2 libmimalloc2.0 libtcmalloc-minimal4
+cmake ninja-build libdw-dev google-perftools librsvg2-bin meson"
 
 missing=""
 for p in $PACKAGES; do
