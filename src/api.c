@@ -139,18 +139,14 @@ void rp_core_release(rp_heap *h, void *p, rp_fault *f)
         rp_large_release(h, loc.head);
 }
 
-/* The region owning p; a pointer in no rampart heap is reported (invalid-free) and NULL
+/* The region owning p; a pointer in no rampart heap is reported (rp_report_foreign) and NULL
  * returned. `who` names the entry point in the message. */
 static rp_region *owning_region(const void *p, const char *who)
 {
     rp_region *r = rp_pagemap_lookup(p);
     if (RP_LIKELY(r != NULL))
         return r;
-    rp_fault f;
-    f.kind = 0;
-    rp_fault_set(&f, RP_ERR_INVALID_FREE, NULL, p, NULL, 0, "%s%p was not allocated by rampart (it is in no rampart heap)",
-                 who, p);
-    rp_report_fault(&f);
+    rp_report_foreign(p, who);
     return NULL;
 }
 

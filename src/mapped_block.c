@@ -2,6 +2,7 @@
 
 #include <string.h>
 
+#include "large.h"
 #include "os.h"
 #include "pagemap.h"
 
@@ -99,8 +100,31 @@ rp_page *rp_mapped_block_map(rp_heap *h, size_t npages)
     return d;
 }
 
+/* The user pointers of the last RP_MAPPED_FREED_RING mapped blocks unmapped, process-wide: once
+ * its region is gone a mapped block's address is in no heap, and a second free of it would
+ * otherwise read as a pointer rampart never handed out. Written once per unmapping (relaxed
+ * atomics: a racing pair may lose an entry, which only makes a later report less precise). */
+#define RP_MAPPED_FREED_RING 64
+static const void *freed_ring[RP_MAPPED_FREED_RING];
+static unsigned freed_next;
+
+static void remember_freed(const void *user)
+{
+    unsigned i = __atomic_fetch_add(&freed_next, 1, __ATOMIC_RELAXED) % RP_MAPPED_FREED_RING;
+    __atomic_store_n(&freed_ring[i], user, __ATOMIC_RELAXED);
+}
+
+int rp_mapped_block_freed_recently(const void *p)
+{
+    for (unsigned i = 0; i < RP_MAPPED_FREED_RING; i++)
+        if (p && __atomic_load_n(&freed_ring[i], __ATOMIC_RELAXED) == p)
+            return 1;
+    return 0;
+}
+
 void rp_mapped_block_unmap(rp_heap *h, rp_page *d)
 {
+    remember_freed(rp_large_user(d));
     rp_region *r = d->region;
     void *area = r->map_base;
     size_t bytes = r->map_len, meta_len = r->block_meta_len;

@@ -80,6 +80,10 @@ rp_page *rp_mapped_block_map(rp_heap *h, size_t npages);
  * its area and its region. Raises adapting thresholds past its size. */
 void rp_mapped_block_unmap(rp_heap *h, rp_page *d);
 
+/* 1 if p was the user pointer of one of the last mapped blocks unmapped (process-wide; error
+ * paths only): a pointer in no heap that a report can then call a second free. */
+int rp_mapped_block_freed_recently(const void *p);
+
 /* Shrinks the mapped block headed by d in place to rp_mapped_block_pages(npages) pages
  * (npages at least 1, below d->npages), unmapping the pages after it. */
 void rp_mapped_block_shrink(rp_heap *h, rp_page *d, size_t npages);

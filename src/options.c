@@ -35,6 +35,9 @@ static const opt_spec specs[] = {
      "headers; malloc drop-in)"},
     {"stats", OPT_BOOL, OFF(stats), 1, "print allocator statistics at exit"},
     {"arenas", OPT_UINT, OFF(arenas), 64, "heaps the malloc drop-in spreads threads over (0 = 4 per CPU, at most 64)"},
+    {"ignore_foreign_free", OPT_BOOL, OFF(ignore_foreign_free), 1,
+     "free() of a pointer rampart never handed out (another allocator's memory) is counted and ignored instead of "
+     "reported as an invalid free (malloc drop-in)"},
     {"poison", OPT_BOOL, OFF(poison), 1, "debug: fill fresh and freed blocks with patterns; verify the free pattern"},
     {"alloc_fill", OPT_BYTE, OFF(alloc_fill), 255, "debug: byte written into fresh blocks"},
     {"free_fill", OPT_BYTE, OFF(free_fill), 255, "debug: byte written into freed blocks"},

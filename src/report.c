@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "hooks.h"
+#include "mapped_block.h"
 
 static const char *const kind_names[RP_ERR_KIND_COUNT] = {
     [RP_ERR_INVALID_FREE] = "invalid-free",
@@ -114,4 +115,17 @@ void rp_report_fault(const rp_fault *f)
     if (rp_hook_report(f, &r, fn == default_report))
         return;
     fn(&r, arg);
+}
+
+void rp_report_foreign(const void *p, const char *who)
+{
+    rp_fault f;
+    f.kind = 0;
+    if (rp_mapped_block_freed_recently(p))
+        rp_fault_set(&f, RP_ERR_DOUBLE_FREE, NULL, p, p, 0,
+                     "%s%p is already free (a mapped block, unmapped when it was freed)", who, p);
+    else
+        rp_fault_set(&f, RP_ERR_INVALID_FREE, NULL, p, NULL, 0,
+                     "%s%p was not allocated by rampart (it is in no rampart heap)", who, p);
+    rp_report_fault(&f);
 }

@@ -35,4 +35,9 @@ int rp_why(char *why, size_t len, const char *fmt, ...) __attribute__((format(pr
 /* Delivers a recorded fault to the report function; no-op when f->kind is 0. */
 void rp_report_fault(const rp_fault *f);
 
+/* Reports p, a pointer in no rampart heap that was passed to a function taking a block: a
+ * double free when p was a mapped block unmapped recently (rp_mapped_block_freed_recently),
+ * an invalid free otherwise. `who` prefixes the message (the entry point, or ""). */
+void rp_report_foreign(const void *p, const char *who);
+
 #endif

@@ -8,10 +8,14 @@
  * realloc(p, 0) frees p and returns NULL; posix_memalign returns EINVAL/ENOMEM and never
  * touches errno; memalign rounds a non-power-of-two alignment up; aligned_alloc rejects one
  * with EINVAL (glibc 2.38 and C17); sizes that overflow fail with ENOMEM; free() keeps errno.
- * Pointers rampart never returned (memory from before rampart was loaded, another allocator's
- * blocks): free() ignores them (counted in the stats), malloc_usable_size() returns 0 and
- * realloc() reports them; pointers inside rampart's memory that are not live blocks
- * (double, interior or corrupted frees) are reported like rp_free does. */
+ * Every pointer is classified at its call, from rampart's own metadata (the slab space's
+ * range, the address map) before any byte in front of it is read: pointers rampart never
+ * returned (a stack or global address, another allocator's block) are reported as invalid
+ * frees by free(), malloc_usable_size() and realloc() (option ignore_foreign_free: free()
+ * counts and ignores them, malloc_usable_size() returns 0); pointers inside rampart's memory
+ * that are not live blocks (double, interior or corrupted frees) are reported like rp_free
+ * does. Only pointers into the slab space, which belongs to the arenas alone and is never
+ * unmapped, are examined later, in the thread's free batch (T5 in thread_cache.h). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <malloc.h>
@@ -20,19 +24,31 @@
 #include <string.h>
 
 #include "arena.h"
+#include "malloc_slabs.h"
+#include "rampart_malloc.h"
+#include "size_class.h"
 #include "src/header_snapshot.h"
 #include "src/heap.h"
-#include "malloc_slabs.h"
+#include "src/mapped_block.h"
+#include "src/options.h"
 #include "src/pagemap.h"
-#include "rampart_malloc.h"
 #include "src/report.h"
-#include "size_class.h"
 #include "src/span.h"
-#include "thread_cache.h"
 #include "src/tier.h"
+#include "thread_cache.h"
 #include "transfer_cache.h"
 
 #define RP_NOINLINE __attribute__((noinline))
+
+/* 1 where the drop-in shares the process with another allocator by construction (the
+ * sanitizer builds, src/malloc/BUILD: the runtime keeps its own malloc for libc), so a pointer
+ * rampart never handed out is that allocator's: free() ignores it instead of reporting it. */
+#ifndef RP_MALLOC_COEXISTS
+#define RP_MALLOC_COEXISTS 0
+#endif
+
+/* Option ignore_foreign_free (error paths only). */
+static int rp_malloc_ignores_foreign(void) { return rp_options_get()->ignore_foreign_free; }
 
 /* Largest request a thread cache serves. */
 #define TC_MAX_REQUEST (RP_TC_MAX_BLOCK - RP_USER_OFFSET - RP_HOOK_SUFFIX)
@@ -272,6 +288,23 @@ static int slab_cached(const void *p)
 
 /* ---- free ------------------------------------------------------------------------------ */
 
+/* A pointer in no rampart heap: a mapped block freed before is a double free, always reported;
+ * anything else (a stack or global address, another allocator's block) is counted, and
+ * reported as an invalid free unless option ignore_foreign_free says to ignore it, or another
+ * allocator is known to share the process (RP_MALLOC_COEXISTS). */
+static RP_NOINLINE void free_foreign(void *p)
+{
+    int freed_before = rp_mapped_block_freed_recently(p);
+    if (!freed_before) {
+        __atomic_fetch_add(&rp_malloc_foreign_frees, 1, __ATOMIC_RELAXED);
+        if (RP_MALLOC_COEXISTS || rp_malloc_ignores_foreign())
+            return;
+    }
+    int saved = errno;
+    rp_report_foreign(p, "free: ");
+    errno = saved;
+}
+
 /* rp_free, keeping errno (trimming the heap may set it). */
 static RP_NOINLINE void free_direct(void *p)
 {
@@ -385,8 +418,7 @@ static RP_NOINLINE void free_slow(void *p)
     }
     rp_region *r = rp_pagemap_lookup(p);
     if (RP_UNLIKELY(r == NULL)) {
-        /* Not rampart's memory (the loader's early allocations, another allocator): leave it. */
-        __atomic_fetch_add(&rp_malloc_foreign_frees, 1, __ATOMIC_RELAXED);
+        free_foreign(p);
         return;
     }
     rp_tcache *tc = rp_tc_self;
@@ -447,59 +479,49 @@ static RP_NOINLINE void free_page_aligned(void *p)
         free_page_no_room(tc, p, d);
 }
 
-/* A pointer free() was given, examined as free() examines it (at its call in the debug
- * flavour, in its batch otherwise): a pointer in the slab space is a slab block or nothing
- * (free_slab_block); otherwise, if the 16
- * bytes in front of p (in p's own page: p is not page aligned) are a header whose check word
- * is valid under the secret all arenas share (A3; the check covers the header's address), p
- * is a live block of an arena (what arena_span_block establishes, without the address map,
- * the heap or the page descriptor) and goes to its bin, or is reported if it is cached
- * already; everything else takes free_slow. Always inlined: the debug flavour's reports cut
- * their stacks at free()'s own frame. */
-static inline __attribute__((always_inline)) void free_examined(rp_tcache *tc, void *p)
+/* A 16-byte aligned pointer outside the slab space whose header would lie in its own page (it
+ * is not page aligned), examined at its call: if its page belongs to a span of a malloc arena
+ * (the address map says so before anything of the block is read, so a header forged outside
+ * rampart's memory is never looked at) and the header in front of it is live under the secret
+ * all arenas share (A3), it goes to its bin, or is reported if it is cached already;
+ * everything else (other heaps' blocks, foreign and bad pointers) takes free_slow. */
+static inline __attribute__((always_inline)) void free_span_examined(rp_tcache *tc, void *p)
 {
+    rp_region *r = rp_pagemap_lookup(p);
     uint32_t size;
-    /* The range test first: the 16 bytes in front of a slab block are not a header. */
-    if ((uintptr_t)p - tc->slab_lo < tc->slab_len)
-        free_slab_block(tc, p);
-    else if (rp_header_live(tc->secret, rp_block_of_user(p), &size))
-        free_span_block(tc, p, size);
-    else
-        free_slow(p);
+    if (RP_LIKELY(r != NULL && (r->heap->flags & RP_HEAP_MALLOC_ARENA))) {
+        uint8_t state = rp_page_of(r, p)->state;
+        if (RP_LIKELY((state == RP_PAGE_SPAN || state == RP_PAGE_SPAN_TAIL) &&
+                      rp_header_live(tc->secret, rp_block_of_user(p), &size))) {
+            free_span_block(tc, p, size);
+            return;
+        }
+    }
+    free_slow(p);
 }
 
-/* free_examined out of line, for the batch's uncommon cases. */
-static RP_NOINLINE void examine_one(rp_tcache *tc, void *p) { free_examined(tc, p); }
+/* Examines the first n collected frees of tc (T5 in thread_cache.h), in call order: pointers in
+ * the slab space, each a live slab block or nothing (free_slab_block). The common case, a live
+ * block not cached yet whose bin is not full, is done here, in place; anything else goes to
+ * free_slab_block out of line, which may call the report function, which may free memory
+ * itself and so overwrite tc->freed: the entries not examined yet are copied out before the
+ * first such call. (Not before the loop: the array was just written by 8-byte stores, and a
+ * wider copy would wait for them.) */
+static RP_NOINLINE void examine_slow(rp_tcache *tc, void *p) { free_slab_block(tc, p); }
 
-/* Examines the first n collected frees of tc (T5 in thread_cache.h), in call order, as
- * examine_one does. The common case, a live small block not cached yet whose bin is not
- * full, is done here, in place; anything else goes to examine_one. examine_one may
- * call the report function, which may free memory itself and so overwrite tc->freed: the
- * entries not examined yet are copied out before the first such call. (Not before the loop:
- * the array was just written by 8-byte stores, and a wider copy would wait for them.) */
 static RP_NOINLINE void examine_collected(rp_tcache *tc, uint32_t n)
 {
     void *rest[RP_TC_FREED_MAX];
     void *const *batch = tc->freed;
     tc->freed_n = 0;
-    const uint64_t secret = tc->secret, key = tc->key;
+    const uint64_t key = tc->key;
     const uintptr_t slab_lo = tc->slab_lo;
-    const size_t slab_len = tc->slab_len;
     const uint64_t *slab_meta = tc->slab_meta, *slab_bits = tc->slab_bits;
     for (uint32_t i = 0; i < n; i++) {
         void *p = batch[i];
-        /* A live slab block: its stride plus a header, the size of a span block of its class;
-         * a live span block: its size; 0 for anything else (examine_one reports it). */
-        uint32_t size = 0;
-        if ((uintptr_t)p - slab_lo < slab_len) {
-            uint32_t stride = rp_slab_live_stride(slab_meta, slab_bits, (uintptr_t)p - slab_lo);
-            if (stride)
-                size = stride + RP_USER_OFFSET;
-        } else if (!rp_header_live(secret, rp_block_of_user(p), &size)) {
-            size = 0;
-        }
-        if (RP_LIKELY(size - 1 < RP_TC_SMALL_MAX)) {
-            rp_tc_bin *bin = rp_tc_small_bin_of_block(tc, size);
+        uint32_t stride = rp_slab_live_stride(slab_meta, slab_bits, (uintptr_t)p - slab_lo);
+        if (RP_LIKELY(stride != 0)) {
+            rp_tc_bin *bin = rp_tc_small_bin_of_block(tc, stride + RP_USER_OFFSET);
             uint64_t tag = rp_tc_tag(key, p);
             size_t count = bin->count;
             if (RP_LIKELY(((const uint64_t *)p)[1] != tag && count < bin->limit)) {
@@ -513,7 +535,7 @@ static RP_NOINLINE void examine_collected(rp_tcache *tc, uint32_t n)
             memcpy(rest + i + 1, tc->freed + i + 1, (n - i - 1) * sizeof rest[0]);
             batch = rest;
         }
-        examine_one(tc, p);
+        examine_slow(tc, p);
     }
 }
 
@@ -523,15 +545,13 @@ void rp_malloc_free_collected(rp_tcache *tc)
         examine_collected(tc, tc->freed_n);
 }
 
-/* Records p in tc's free batch (T5), examining the batch when it is full. Examining writes
- * the cache tag (word 1, in p's line) and only reads the header in front of p (none for a
- * slab block: its descriptor instead), which for a block starting a line lies in the line
- * before: the end of a neighbour that another thread may be writing. */
+/* Records p, a pointer in the slab space, in tc's free batch (T5), examining the batch when it
+ * is full. Examining writes the cache tag (word 1, in p's line) and reads the slab's metadata
+ * (no header: slab.h). */
 static inline __attribute__((always_inline)) void collect_free(rp_tcache *tc, void *p)
 {
     uint32_t n = tc->freed_n;
     rp_prefetch_for_write(p);
-    rp_prefetch_for_read(rp_block_of_user(p));
     tc->freed[n] = p;
     if (RP_UNLIKELY(++n >= tc->freed_limit))
         examine_collected(tc, n);
@@ -542,22 +562,27 @@ static inline __attribute__((always_inline)) void collect_free(rp_tcache *tc, vo
 static inline __attribute__((always_inline)) void free_impl(void *p)
 {
     rp_tcache *tc = rp_tc_self;
-    /* Fast path, for a 16-byte aligned pointer that is not page aligned (so not a page-tier
-     * block, and its header would lie in its own page) or lies in the slab space (a slab
-     * block, at a page boundary or not, has no header). Outside the thread's near region:
-     * collected into its free batch with its lines prefetched (below), nothing of the
-     * block read now (T5 in thread_cache.h); a full batch is examined at once. Inside it (a
-     * block this thread most likely carved itself, still in this CPU's cache) and in the
-     * debug flavour (whose hooks report from free's own frame): examined here. Everything
-     * else, NULL included, takes the page-aligned or the slow path at its call. */
-    if (RP_LIKELY(tc != NULL && ((uintptr_t)p & (RP_GRANULE - 1)) == 0 &&
-                  (((uintptr_t)p & (RP_PAGE_SIZE - RP_GRANULE)) != 0 || (uintptr_t)p - tc->slab_lo < tc->slab_len))) {
-        if (RP_HOOK_PREFIX == 0 && (uintptr_t)p - tc->near_lo >= tc->near_len) {
-            collect_free(tc, p);
+    /* Fast paths, for a 16-byte aligned pointer with a cache. In the slab space (reserved for
+     * the arenas' slabs and never unmapped, so a pointer in it may be examined later without
+     * knowing anything more of it now) outside the thread's near region: collected into its
+     * free batch with its line prefetched, nothing of it read now (T5 in thread_cache.h); a full
+     * batch is examined at once. Inside the near region (a block this thread most likely took
+     * itself, still in this CPU's cache) and in the debug flavour (whose hooks report from
+     * free's own frame): examined here. Elsewhere, a pointer that is not page aligned is
+     * examined here (free_span_examined). Everything else, NULL included, takes the
+     * page-aligned or the slow path at its call. */
+    if (RP_LIKELY(tc != NULL && ((uintptr_t)p & (RP_GRANULE - 1)) == 0)) {
+        if (RP_LIKELY((uintptr_t)p - tc->slab_lo < tc->slab_len)) {
+            if (RP_HOOK_PREFIX == 0 && (uintptr_t)p - tc->near_lo >= tc->near_len)
+                collect_free(tc, p);
+            else
+                free_slab_block(tc, p);
             return;
         }
-        free_examined(tc, p);
-        return;
+        if (((uintptr_t)p & (RP_PAGE_SIZE - RP_GRANULE)) != 0) {
+            free_span_examined(tc, p);
+            return;
+        }
     }
     if (((uintptr_t)p & (RP_PAGE_SIZE - 1)) == 0) {
         if (p)
@@ -569,13 +594,11 @@ static inline __attribute__((always_inline)) void free_impl(void *p)
 
 /* ---- realloc ---------------------------------------------------------------------------- */
 
+/* realloc of a pointer in no rampart heap: its size is unknown, it cannot be moved. Reported
+ * whatever ignore_foreign_free says (the program would read past the end of whatever it is). */
 static RP_NOINLINE void *realloc_foreign(void *p)
 {
-    rp_fault f;
-    f.kind = 0;
-    rp_fault_set(&f, RP_ERR_INVALID_FREE, NULL, p, NULL, 0,
-                 "realloc(%p): not allocated by rampart (its size is unknown, it cannot be moved)", p);
-    rp_report_fault(&f);
+    rp_report_foreign(p, "realloc: ");
     errno = EINVAL;
     return NULL;
 }
@@ -764,8 +787,11 @@ size_t malloc_usable_size(void *p)
         return 0;
     }
     rp_region *r = rp_pagemap_lookup(p);
-    if (!r)
+    if (!r) {
+        if (!RP_MALLOC_COEXISTS && !rp_malloc_ignores_foreign())
+            rp_report_foreign(p, "malloc_usable_size: ");
         return 0;
+    }
     size_t span_size = arena_span_block(r, p);
     if (span_size && RP_HOOK_PREFIX == 0)
         return span_size - RP_USER_OFFSET;

@@ -425,17 +425,6 @@ int rp_tc_page_push_slow(rp_tcache *tc, void *p, rp_page *d)
     return room ? rp_tc_page_push_fast(tc, p, d) : 0;
 }
 
-/* Makes the region of p, a block a refill just brought in, the cache's near region
- * (thread_cache.h), if it is a region of the cache's own arena. */
-static void note_near_region(rp_tcache *tc, const void *p)
-{
-    rp_region *r = rp_pagemap_lookup(p);
-    if (r && r->heap == tc->arena) {
-        tc->near_lo = r->base;
-        tc->near_len = r->npages << RP_PAGE_SHIFT;
-    }
-}
-
 /* The slab refill of class bin c (slabs on, c < RP_SLAB_CLASSES, run c empty) with a batch
  * of n + 1: blocks the pool handed out before go into the bin like a span refill's; when it
  * has none, fresh blocks become run c (T6), as many as the room allows. Returns the block to
@@ -545,7 +534,6 @@ void *rp_tc_refill(rp_tcache *tc, unsigned c, size_t size, size_t align)
     if (got == 0)
         return NULL;
     errno = saved; /* a short batch still serves this request */
-    note_near_region(tc, blocks[0]);
     __atomic_store_n(&tc->refills, tc->refills + 1, __ATOMIC_RELAXED);
     /* Push the rest so that the lowest address comes out next. */
     for (size_t i = got; i-- > 1;)
@@ -694,9 +682,9 @@ int rp_tc_check(rp_tcache *tc, char *why, size_t len)
                       tc->freed_limit, RP_TC_FREED_MAX);
     for (uint32_t k = 0; k < tc->freed_n; k++) {
         uintptr_t a = (uintptr_t)tc->freed[k];
-        if ((a & (RP_GRANULE - 1)) != 0 || ((a & (RP_PAGE_SIZE - 1)) == 0 && a - tc->slab_lo >= tc->slab_len))
-            return rp_why(why, len, "T5: collected free %u, %p, is not 16-byte aligned or is page aligned outside "
-                          "the slab space", k, tc->freed[k]);
+        if ((a & (RP_GRANULE - 1)) != 0 || a - tc->slab_lo >= tc->slab_len)
+            return rp_why(why, len, "T5: collected free %u, %p, is not 16-byte aligned or lies outside the slab space",
+                          k, tc->freed[k]);
         if (a - tc->near_lo < tc->near_len)
             return rp_why(why, len, "T5: collected free %u, %p, lies in the near region (examined at the call)", k,
                           tc->freed[k]);

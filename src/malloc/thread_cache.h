@@ -62,39 +62,38 @@
  *       the program writes it. A free() of one (a stale pointer: the
  *       program never got it) is not caught; a block is only in a run if its slab was
  *       empty since it was last freed.
- *   T5  freed[0 .. freed_n-1] are the pointers outside the near region (below) this thread
- *       passed to free() since its free batch was last examined, in call order, each 16-byte
- *       aligned and either not page aligned or in the slab space (no header is read in front
- *       of a slab block: malloc_slabs.h), nothing else known about them (free's fast path reads
- *       none of their memory); freed_n < freed_limit <= RP_TC_FREED_MAX. A live block among
- *       them is still allocated to its heap and in no bin, so nothing can hand it out.
+ *   T5  freed[0 .. freed_n-1] are the pointers into the slab space, outside the near region
+ *       (below), that this thread passed to free() since its free batch was last examined, in
+ *       call order, each 16-byte aligned, nothing else known about them (free's fast path
+ *       reads none of their memory nor metadata); freed_n < freed_limit <= RP_TC_FREED_MAX. A
+ *       live block among them is still allocated to its pool and in no bin, so nothing can
+ *       hand it out. Only the slab space may be collected so: it is reserved for the arenas'
+ *       slabs and never unmapped, so a pointer into it can be examined later whatever
+ *       happened meanwhile; every other pointer is examined at its call, from the address map
+ *       before anything in front of it is read (a user heap's block, foreign memory that may
+ *       be unmapped by then).
  * The free batch (T5) makes a free cheap when the block was last written by another CPU (a
  * producer/consumer program): free() prefetches the block's first line for writing (the
- * cache tag goes there) and its header for reading (for a block starting a line it lies in
- * the line before, a neighbour's) and records the pointer, and the batch is examined when
- * it is full (its lines have arrived by then), when the thread misses in a bin or allocates
- * past its cache, reallocates, flushes, and at thread exit. Examining a pointer is what free() did at its call before: the header check
- * (A3 in arena.h), the double-free check by tag and the push into its bin, or the slow path
- * (other heaps, bad pointers: reported then, at most freed_limit - 1 frees after the call
- * that passed them). freed_limit is option free_batch (default 32); 1 examines every free at
- * its call, and so do caches with cap 0 and the debug flavour (which sees every free at once).
- * The near region: a pointer into [near_lo, near_lo + near_len), the page area of the region
- * of the cache's own arena that its last refill came from (for a refill of slab blocks, the
- * 4 MiB chunk of the slab space its arena's pool takes new slabs from: slab.h P2), is
- * examined at its call instead of collected. Such a block is most likely one this thread carved and handed out itself,
- * whose header is still in this CPU's cache: recording it and examining it later would only
- * add work (a malloc/free pair on one thread: 81 instructions against 73 when it was
- * measured, callgrind, before bins reserved their room). A refill from the transfer cache
- * that takes a batch another thread's cache put there empties the region (near_len 0): those
- * blocks were freed by other threads, so this arena's blocks are crossing threads and their
- * headers were last written on other CPUs, where a read at the call waits for the line and a
- * collected free has it prefetched. A refill of batches the thread flushed itself leaves the
- * region as it is (a single thread cycling bursts through the transfer cache keeps it; in a
- * producer/consumer pair such batches hold blocks the other thread wrote last, and must not
- * set it again); only a refill from the heap (or from the arena's slab pool) sets it. The
- * region only decides when a pointer is examined, never how, so a stale one (released
- * since, or never set: near_len 0) costs at most speed. It changes only at a refill, which
- * comes after the batch was examined: so T5's "outside the near region" holds.
+ * cache tag goes there) and records the pointer, and the batch is examined when it is full
+ * (its lines have arrived by then), when the thread misses in a bin or allocates past its
+ * cache, reallocates, flushes, and at thread exit. Examining a pointer is what free() did at
+ * its call before: the slab's allocated bit, the double-free check by tag and the push into
+ * its bin, or a report (at most freed_limit - 1 frees after the call that passed it).
+ * freed_limit is option free_batch (default 32); 1 examines every free at its call, and so
+ * do caches with cap 0 and the debug flavour (which sees every free at once).
+ * The near region: a pointer into [near_lo, near_lo + near_len), the 4 MiB chunk of the slab
+ * space the cache's arena's pool takes new slabs from (slab.h P2), as of the cache's last
+ * slab refill, is examined at its call instead of collected. Such a block is most likely one
+ * this thread took and handed out itself, whose line is still in this CPU's cache: recording
+ * it and examining it later would only add work. A refill from the transfer cache that takes
+ * a batch another thread's cache put there empties the region (near_len 0): those blocks
+ * were freed by other threads, so this arena's blocks are crossing threads and were last
+ * written on other CPUs, where a read at the call waits for the line and a collected free
+ * has it prefetched. A refill of batches the thread flushed itself leaves the region as it
+ * is; only a refill from the arena's slab pool sets it. The region only decides when a
+ * pointer is examined, never how, so a stale one (released since, or never set: near_len 0)
+ * costs at most speed. It changes only at a refill, which comes after the batch was
+ * examined: so T5's "outside the near region" holds.
  * Bounded memory: a thread holds at most cap bytes by T3 (option cache_bytes); an
  * exiting thread's cache goes back to the heaps (pthread key destructor); after fork(), the
  * child keeps only the forking thread's cache (the others' blocks stay allocated: their

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "src/malloc/rampart_malloc.h"
+#include "src/rampart.h"
 
 static int failures;
 #define EXPECT(cond)                                                                           \
@@ -37,6 +38,14 @@ __attribute__((constructor(101))) static void allocate_early(void)
 
 static int (*check_fn)(char *, size_t);
 static int (*stats_fn)(rp_malloc_stats_t *);
+static rp_report_fn (*set_report_fn)(rp_report_fn, void *, void **);
+
+static int invalid_frees;
+static void count_report(const rp_report *r, void *arg)
+{
+    (void)arg;
+    invalid_frees += r->kind == RP_ERR_INVALID_FREE;
+}
 
 static int heaps_ok(const char *when)
 {
@@ -90,6 +99,7 @@ int main(void)
 {
     check_fn = (int (*)(char *, size_t))dlsym(RTLD_DEFAULT, "rp_malloc_check");
     stats_fn = (int (*)(rp_malloc_stats_t *))dlsym(RTLD_DEFAULT, "rp_malloc_stats");
+    set_report_fn = (rp_report_fn(*)(rp_report_fn, void *, void **))dlsym(RTLD_DEFAULT, "rp_set_report_fn");
     if (!check_fn || !stats_fn) {
         fprintf(stderr, "rampart's functions are not visible: not running under librampart_malloc.so?\n");
         return 1;
@@ -148,10 +158,15 @@ int main(void)
         pthread_join(bg[i], NULL);
     EXPECT(heaps_ok("after fork"));
 
-    /* A pointer rampart never returned: ignored, counted. */
+    /* A pointer rampart never returned: reported as an invalid free at its call, and counted
+     * (the report function returns, so the free is abandoned). */
     char stack_buffer[64];
     uint64_t before = (stats_fn(&st), st.foreign_frees);
+    void *old_arg;
+    rp_report_fn old = set_report_fn(count_report, NULL, &old_arg);
     free(stack_buffer + 16);
+    set_report_fn(old, old_arg, NULL);
+    EXPECT(invalid_frees == 1);
     EXPECT(stats_fn(&st) == 0 && st.foreign_frees == before + 1);
 
     if (failures)
