@@ -78,7 +78,7 @@ void *rp_calloc(rp_heap *h, size_t n, size_t size, size_t align)
         return NULL;
     }
     /* Pages fresh from the OS are zero already: writing them would only fault them in (a
-     * 1 GiB calloc took 4 s and left 1 GiB resident). */
+     * 1 GiB calloc would leave 1 GiB resident). */
     int zero;
     void *p = alloc_entry(h, total, align, &zero);
     if (p)

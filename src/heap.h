@@ -27,7 +27,7 @@
 #define RP_MAX_REQUEST ((size_t)1 << 43)   /* larger requests fail with ENOMEM */
 /* Larger alignments fail with ENOMEM. An aligned request the page tier serves from a fresh
  * region takes a region as large as its alignment, and the address map holds 8 bytes for
- * each of its pages: 2^40 asked for 1 byte took 4.5 s and 2 GiB of map that stays resident.
+ * each of its pages: 2^40 asked for 1 byte would write 2 GiB of map that stays resident.
  * 1 GiB (the largest x86-64 page) costs at most 2 MiB of map. */
 #define RP_MAX_ALIGN ((size_t)1 << 30)
 #define RP_MIN_ALIGN ((size_t)RP_GRANULE)

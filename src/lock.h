@@ -3,12 +3,12 @@
  *
  * Contended, an acquire spins before it sleeps (rp_lock_acquire_contended, lock.c): the
  * sections it guards are short (a transfer cache's batch move copies a few hundred bytes of
- * pointers, a thread cache's refill or flush holds a heap's lock for a few microseconds),
- * and a sleep costs far more: the futex wait, the holder's wake-up call, and the sleeper's
- * rescheduling (on the 2-vCPU VMs this is measured on, a few hundred microseconds). glibc's
- * adaptive mutex spins only ~100 short rounds, which two threads moving batches between each
- * other (producer/consumer) outlast: 60 sleeps per 10M operations where jemalloc, which
- * spins longer, slept twice. */
+ * pointers, a thread cache's refill or flush moves one batch of blocks), and a sleep costs
+ * far more: the futex wait, the holder's wake-up call, and the sleeper's rescheduling.
+ * glibc's adaptive mutex spins only ~100 short rounds (its default spin count), which two
+ * threads moving batches between each other (producer/consumer) outlast, so they sleep often
+ * where an allocator that spins longer rarely does (figures: docs/BENCHMARKS.md, "Heap
+ * lock"). */
 #ifndef RP_LOCK_H
 #define RP_LOCK_H
 
@@ -17,8 +17,8 @@
 typedef pthread_mutex_t rp_lock;
 
 /* Pause instructions a contended acquire spends at most, trying the lock between them at
- * growing intervals (1, 2, 4 .. RP_LOCK_SPIN_STEP pauses), before it sleeps: some 10-60
- * microseconds, depending on what a pause costs the CPU. */
+ * growing intervals (1, 2, 4 .. RP_LOCK_SPIN_STEP pauses), before it sleeps. How long that
+ * takes depends on what a pause costs the CPU. */
 #define RP_LOCK_SPIN_PAUSES 2048
 #define RP_LOCK_SPIN_STEP 32
 

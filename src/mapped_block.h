@@ -4,8 +4,8 @@
  *
  * Why: a block in a shared region that cannot grow in place must be copied, under the heap
  * lock. A buffer grown by realloc to hundreds of MiB is copied at every move and its new
- * pages faulted in (1 MiB to 656 MiB by factors of 1.5: 0.33 s, against 0.001 s for glibc,
- * which moves its mmapped chunks with mremap). 32 MiB is glibc's largest mmap threshold and
+ * pages faulted in, where glibc moves its mmapped chunks with mremap (figures:
+ * docs/BENCHMARKS.md, "Mapped blocks"). 32 MiB is glibc's largest mmap threshold and
  * rampart's default retention limit: a freed block that large was mostly given back to the
  * OS anyway, so mapping it apart changes little for programs that free and reallocate it.
  *

@@ -101,8 +101,7 @@ static inline uint64_t rp_slab_meta_of(uint32_t stride, uint32_t nblocks)
  * different classes live in different slabs; if every slab started its blocks at offset 0,
  * the blocks a program uses most (the first ones of each class's slab) would all map to the
  * same few sets of the CPU's caches, which index lines by the address modulo 4 KiB, and evict
- * each other (a malloc/free pair on one thread cost 9.2 ns against 8.2 with colours: README,
- * Slabs). */
+ * each other (docs/BENCHMARKS.md, "Slabs"). */
 #define RP_SLAB_COLOURS 16u
 static inline uint32_t rp_slab_colour(size_t i, uint32_t stride)
 {

@@ -75,8 +75,8 @@ static rp_block *span_init(rp_heap *h, rp_page *d, size_t pages)
 /* Does a new span of pages pages come with a second one, the pair filling one huge page?
  *
  * With transparent huge pages the first header written in a fresh 2 MiB page faults in all of
- * it (zeroing 2 MiB at once: 0.3 ms on a VM, more when the hypervisor backs it for the first
- * time). Preferred-size spans therefore come in pairs from one huge page: the second becomes
+ * it (zeroing 2 MiB at once, and more when the hypervisor backs it for the first time).
+ * Preferred-size spans therefore come in pairs from one huge page: the second becomes
  * the spare (H4), so the next span the heap needs is memory that page fault already paid for,
  * rather than a fresh huge page while the first one's other half went to large blocks that
  * may never be touched. */

@@ -80,7 +80,7 @@ static rp_heap *arena_create_locked(unsigned i)
     /* Arenas after the first are made for new threads, most of which allocate little: their
      * first region is smaller than a huge page, so it is not advised and a new thread's first
      * malloc faults in the 4 KiB pages it touches, not a whole 2 MiB page the kernel may first
-     * have to compact memory for (8 fresh threads: up to 10 ms). A thread that outgrows it
+     * have to compact memory for (docs/BENCHMARKS.md, "Huge pages"). A thread that outgrows it
      * gets regions of 2 MiB and more, advised as arena 0's are. */
     if (i > 0)
         cfg.region_bytes = RP_THREAD_ARENA_FIRST_REGION;

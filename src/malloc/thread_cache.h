@@ -44,8 +44,8 @@
  *       stretches follow each other in class order, each followed by RP_TC_SLOT_PAD unused
  *       slots; every class bin's count <= limit <= bin_max[c], every page bin's count <=
  *       its limit. The padding is for speed: stretches of 512 slots are 4 KiB long, and back
- *       to back the bins' tops would share the L1's sets (a malloc/free pair on one thread:
- *       2.80 ns so, 2.66 a line apart, 2.68 with the 256-slot stretches before);
+ *       to back the bins' tops would share the L1's sets (docs/BENCHMARKS.md, "Thread
+ *       caches");
  *   T3  cap - room is the sum of limit * class_size(c) over the class bins (reserved), of
  *       count * pages over the page bins (held) and of left * class_size(c) over the runs
  *       (held, T6), and room >= 0;
@@ -112,7 +112,8 @@
 #define RP_TC_BATCH_MAX 64   /* blocks per refill */
 #define RP_TC_LIMIT_MAX 512  /* blocks per bin, within a quarter of the cap (bin_limit): threads
                                 that pass blocks to each other swing by hundreds per class, and
-                                what a bin cannot hold crosses between CPUs twice (README) */
+                                what a bin cannot hold crosses between CPUs twice
+                                (docs/BENCHMARKS.md) */
 #define RP_TC_SLOT_PAD 8     /* unused slots (one cache line) after each bin's stretch (T2) */
 #define RP_TC_FIRST_LIMIT 16 /* a class bin's limit when it is first used (T3: it grows) */
 #define RP_TC_PAGE_BINS 16   /* page-tier blocks of 1 .. 16 pages */
