@@ -3,7 +3,7 @@
  *
  * Two ways to use it:
  *   LD_PRELOAD=librampart_malloc.so program      (//dist:librampart_malloc.so)
- *   link librampart_malloc.a into the program    (//src:rampart_malloc)
+ *   link librampart_malloc.a into the program    (//src/malloc:rampart_malloc)
  * Either replaces malloc, free, calloc, realloc, reallocarray, posix_memalign, aligned_alloc,
  * memalign, valloc, pvalloc, malloc_usable_size, cfree, the __libc_* aliases, malloc_trim,
  * malloc_stats, mallopt and mallinfo/mallinfo2, with glibc's semantics (16-byte alignment,
