@@ -19,6 +19,7 @@
 
 static const char *rpbench;
 static char tmpdir[512];
+static char fake_suite[4096]; /* testdata/fake_mimalloc_bench */
 
 static char *slurp(const char *path)
 {
@@ -128,6 +129,48 @@ static void test_full_run(void)
     CHECK(strstr(text, "100/64") && strstr(text, "rampart") && strstr(text, "glibc") && strstr(text, "rp_alloc"));
 }
 
+/* The suite's scenarios on the stand-in suite: built with CMake into a folder of the test's,
+ * each test's time read as the suite reads it, the security verdicts as bench.sh gives them. */
+static void test_suite_scenarios(void)
+{
+    char json[600], build[600];
+    snprintf(json, sizeof json, "%s/suite.json", tmpdir);
+    snprintf(build, sizeof build, "%s/suite-build", tmpdir);
+    char *argv[] = {(char *)rpbench, "--scenarios", "mimalloc-bench,security", "--mimalloc-bench", fake_suite,
+                    "--suite-build", build, "--suite-tests", "cfrac,larsonN,rptestN", "--allocators", "rampart,glibc",
+                    "--reps", "2", "--json", json, NULL};
+    static child_result r;
+    REQUIRE(run_argv(argv, NULL, &r) == 0);
+    CHECKF(r.exited && r.code == 0, "rpbench ended with status %d signal %d:\n%s", r.code, r.signal, r.err);
+    CHECKF(strstr(r.out, "mimalloc-bench: ") && strstr(r.out, "geometric mean"), "no suite table:\n%s", r.out);
+    CHECKF(strstr(r.out, "rampart: caught 1 of 3") && strstr(r.out, "glibc: caught 1 of 3"), "verdicts:\n%s", r.out);
+    char *text = slurp(json);
+    REQUIRE(text != NULL);
+    char err[200];
+    jv *doc = jv_parse(text, err, sizeof err);
+    CHECKF(doc != NULL, "JSON: %s", err);
+    if (!doc)
+        return;
+    const jv *tests = jv_get(jv_get(doc, "mimalloc_bench"), "tests");
+    const char *rows[] = {"rampart", "glibc"};
+    for (int i = 0; i < 2; i++) {
+        const jv *cfrac = jv_get(jv_get(tests, "cfrac"), rows[i]);
+        const jv *t = jv_get(cfrac, "time_s");
+        CHECKF(t && jv_len(t) == 2 && positive(jv_at(t, 0)) && positive(jv_at(t, 1)), "%s: cfrac times", rows[i]);
+        CHECKF(positive(jv_at(jv_get(cfrac, "peak_rss_mib"), 0)), "%s: cfrac peak RSS", rows[i]);
+        /* larson's relative time (its argc, 8, in the stand-in) and rptest's 2,000,000 / ops. */
+        double larson = jv_num(jv_at(jv_get(jv_get(jv_get(tests, "larsonN"), rows[i]), "time_s"), 0));
+        double rptest = jv_num(jv_at(jv_get(jv_get(jv_get(tests, "rptestN"), rows[i]), "time_s"), 1));
+        CHECKF(larson == 8.25 && rptest == 4, "%s: larsonN %g, rptestN %g", rows[i], larson, rptest);
+        const jv *v = jv_get(jv_get(jv_get(jv_get(doc, "security"), "targets"), rows[i]), "verdicts");
+        CHECKF(v && strcmp(jv_str(jv_get(v, "stops_small")), "caught") == 0 &&
+                   strcmp(jv_str(jv_get(v, "prints_not_caught_small")), "not caught") == 0 &&
+                   strcmp(jv_str(jv_get(v, "prints_then_crashes_small")), "late crash") == 0,
+               "%s: security verdicts", rows[i]);
+    }
+    jv_free(doc);
+}
+
 /* Each bad command line: status 2 at once, one message naming what was wrong, no JSON. */
 static void test_bad_options(void)
 {
@@ -135,7 +178,7 @@ static void test_bad_options(void)
     snprintf(json, sizeof json, "%s/bad.json", tmpdir);
     snprintf(unwritable, sizeof unwritable, "%s/no-such-dir/out.json", tmpdir);
     struct {
-        const char *args[4];
+        const char *args[6];
         const char *says;
     } cases[] = {
         {{"--reps", "0"}, "--reps takes a whole number"},
@@ -154,13 +197,17 @@ static void test_bad_options(void)
         {{"--reps"}, "--reps: unknown option, or one that needs a value"},
         {{"stray"}, "stray: not an option"},
         {{"--json", unwritable}, "cannot write"},
+        {{"--variant", "fast"}, "--variant takes release[:OPTIONS] or debug[:OPTIONS]"},
+        {{"--scenarios", "security", "--mimalloc-bench", "/nonexistent"}, "not the mimalloc-bench suite"},
+        {{"--scenarios", "mimalloc-bench", "--mimalloc-bench", fake_suite, "--suite-tests", "bogus"},
+         "unknown test 'bogus'"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         unlink(json);
         char *argv[12];
         int n = 0;
         argv[n++] = (char *)rpbench;
-        for (int k = 0; k < 4 && cases[i].args[k]; k++)
+        for (int k = 0; k < 6 && cases[i].args[k]; k++)
             argv[n++] = (char *)cases[i].args[k];
         /* A JSON path rpbench would write if it went on (except where the case names its own). */
         if (strcmp(cases[i].args[0], "--json") != 0 && n == 3) {
@@ -181,12 +228,19 @@ static void test_bad_options(void)
 
 int main(int argc, char **argv)
 {
-    REQUIRE(argc == 2);
+    REQUIRE(argc == 3);
     rpbench = realpath(argv[1], NULL);
     REQUIRE(rpbench != NULL);
+    /* The stand-in suite's folder: the one that holds bench.sh. */
+    char cwd[2048];
+    REQUIRE(getcwd(cwd, sizeof cwd) != NULL);
+    snprintf(fake_suite, sizeof fake_suite, "%s%s%s", argv[2][0] == '/' ? "" : cwd, argv[2][0] == '/' ? "" : "/",
+             argv[2]);
+    *strrchr(fake_suite, '/') = 0;
     const char *t = getenv("TEST_TMPDIR");
     snprintf(tmpdir, sizeof tmpdir, "%s", t && t[0] ? t : "/tmp");
     test_bad_options();
+    test_suite_scenarios();
     test_full_run();
     TEST_MAIN_END();
 }

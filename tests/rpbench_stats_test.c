@@ -1,5 +1,7 @@
 /* rpbench's statistics (tools/rpbench_stats.h): the medians every table shows and the paired
  * counts of its missed-target lines. Failed runs (values < 0) must never count. */
+#include <math.h>
+
 #include "testing.h"
 #include "tools/rpbench_stats.h"
 
@@ -47,9 +49,23 @@ static void test_paired_ahead(void)
     CHECK(rpb_paired_ahead(rn, pn, 5, 0, &pairs) == 2 && pairs == 5);
 }
 
+static void test_range_geomean(void)
+{
+    double lo, hi;
+    const double v[] = {5, -1, 2, 9, 4};
+    CHECK(rpb_range(v, 5, &lo, &hi) == 0 && lo == 2 && hi == 9);
+    CHECK(rpb_range(v, 1, &lo, &hi) == 0 && lo == 5 && hi == 5);
+    const double none[] = {-1, -1};
+    CHECK(rpb_range(none, 2, &lo, &hi) < 0 && lo < 0 && hi < 0);
+    const double g[] = {1, 4, -1, 16};
+    CHECK(fabs(rpb_geomean(g, 4) - 4) < 1e-9);
+    CHECK(rpb_geomean(none, 2) < 0);
+}
+
 int main(void)
 {
     test_median();
+    test_range_geomean();
     test_paired_ahead();
     TEST_MAIN_END();
 }

@@ -21,7 +21,12 @@
  *            allocated, written and freed 25 times;
  *   program  whole programs (sqlite3, python3: the table in rpbench_programs.c) run under each
  *            allocator by LD_PRELOAD: wall and CPU seconds and peak RSS, output checked
- *            against the system malloc's.
+ *            against the system malloc's;
+ *   mimalloc-bench (only when named) the public mimalloc-bench suite's programs, built with CMake
+ *            from --mimalloc-bench DIR, run with bench.sh's command lines (rpbench_mbench.h);
+ *   security (only when named) the suite's security tests: "caught K of N" per allocator
+ *            (rpbench_security.h).
+ * --variant release:OPTIONS or debug[:OPTIONS] adds a rampart row with those RAMPART_OPTIONS.
  * Allocators: the table below (data-driven: a row names a worker binary, the API it uses,
  * the library to preload and its RAMPART_OPTIONS, and what programs get in LD_PRELOAD).
  * Missing libraries are reported and skipped. --debug adds the debug flavour's rows (debug,
@@ -51,8 +56,11 @@
 #include <unistd.h>
 
 #include "rampart.h"
+#include "rpbench_mbench.h"
 #include "rpbench_programs.h"
+#include "rpbench_security.h"
 #include "rpbench_stats.h"
+#include "rpbench_suite.h"
 #include "rpbench_svg.h"
 #include "rpbench_worker.h"
 
@@ -79,7 +87,11 @@ typedef struct bench_allocator {
  *     (tools/rpbench_worker.h), listed in rpbench's `data` so that it is built and found
  *     through the runfiles; worker = its runfiles path ("tools/<name>").
  * The thread scenarios run for "malloc" rows only. */
-static const bench_allocator allocators[] = {
+/* The built-in rows, then the rampart variants of --variant. */
+#define NBUILTIN 9
+#define MAX_VARIANTS 6
+#define MAX_ALLOC (NBUILTIN + MAX_VARIANTS)
+static bench_allocator allocators[MAX_ALLOC] = {
     {"rampart", "malloc", NULL, "dist/librampart_malloc.so", NULL, 0,
      "librampart_malloc.so by LD_PRELOAD (thread caches + arenas)", "dist/librampart_malloc.so"},
     {"glibc", "malloc", NULL, NULL, NULL, 0, "the system malloc (glibc ptmalloc2)", ""},
@@ -101,7 +113,7 @@ static const bench_allocator allocators[] = {
      "libasan.so.8 by LD_PRELOAD",
      "/usr/lib/x86_64-linux-gnu/libasan.so.8"},
 };
-#define NALLOC (int)(sizeof allocators / sizeof allocators[0])
+static int nalloc = NBUILTIN;
 
 #define MAX_ROUNDS 64
 #define MAX_REPS RPB_MAX_REPS
@@ -110,8 +122,9 @@ static const bench_allocator allocators[] = {
 
 #define MAX_PROGRAMS 8
 
-static const char *scenario_names[] = {"seed", "churn", "memory", "pairs", "prodcons", "grow", "program"};
-enum { SC_SEED, SC_CHURN, SC_MEMORY, SC_PAIRS, SC_PRODCONS, SC_GROW, SC_PROGRAM, SC_COUNT };
+static const char *scenario_names[] = {"seed", "churn",   "memory",         "pairs",   "prodcons",
+                                       "grow", "program", "mimalloc-bench", "security"};
+enum { SC_SEED, SC_CHURN, SC_MEMORY, SC_PAIRS, SC_PRODCONS, SC_GROW, SC_PROGRAM, SC_MBENCH, SC_SECURITY, SC_COUNT };
 
 /* The grow scenario's patterns (rpbench_worker.c worker_grow). */
 static const char *grow_patterns[] = {"x1.5", "+64k", "again"};
@@ -127,23 +140,23 @@ typedef struct resolved {
     char program_why[320]; /* why it runs no programs (or the first program run that failed) */
 } resolved;
 
-static resolved res_alloc[NALLOC];
+static resolved res_alloc[MAX_ALLOC];
 
 /* Results: medians; < 0 = not measured / failed. */
-static double seed_ns[NALLOC][MAX_CASES][MAX_ROUNDS];
-static double churn_ns[NALLOC][MAX_CASES], churn_p999[NALLOC][MAX_CASES];
-static double memory_ratio[NALLOC][MAX_CASES];
-static double threads_ops[2][NALLOC][MAX_THREADS_LIST];     /* wall-clock ops/s */
-static double threads_cpu_ns[2][NALLOC][MAX_THREADS_LIST];  /* process CPU ns per op */
-static double grow_ms[NALLOC][NGROW], grow_reached[NALLOC][NGROW]; /* CPU ms; MiB reached */
-static double program_wall[NALLOC][MAX_PROGRAMS], program_cpu[NALLOC][MAX_PROGRAMS]; /* seconds */
-static double program_rss[NALLOC][MAX_PROGRAMS];                                       /* peak, MiB */
+static double seed_ns[MAX_ALLOC][MAX_CASES][MAX_ROUNDS];
+static double churn_ns[MAX_ALLOC][MAX_CASES], churn_p999[MAX_ALLOC][MAX_CASES];
+static double memory_ratio[MAX_ALLOC][MAX_CASES];
+static double threads_ops[2][MAX_ALLOC][MAX_THREADS_LIST];     /* wall-clock ops/s */
+static double threads_cpu_ns[2][MAX_ALLOC][MAX_THREADS_LIST];  /* process CPU ns per op */
+static double grow_ms[MAX_ALLOC][NGROW], grow_reached[MAX_ALLOC][NGROW]; /* CPU ms; MiB reached */
+static double program_wall[MAX_ALLOC][MAX_PROGRAMS], program_cpu[MAX_ALLOC][MAX_PROGRAMS]; /* seconds */
+static double program_rss[MAX_ALLOC][MAX_PROGRAMS];                                       /* peak, MiB */
 /* Single repetitions, kept for the missed-target lines: repetition i of every allocator ran in
  * the same round of the interleaving, so comparing them pair by pair tells a difference that
  * holds in every round from one that a few slow rounds made; < 0 = not measured. Seed: the
  * mean of its rounds. */
-static double seed_rep_mean[NALLOC][MAX_CASES][MAX_REPS], churn_rep[NALLOC][MAX_CASES][MAX_REPS];
-static double threads_rep[2][NALLOC][MAX_THREADS_LIST][MAX_REPS], grow_rep[NALLOC][NGROW][MAX_REPS];
+static double seed_rep_mean[MAX_ALLOC][MAX_CASES][MAX_REPS], churn_rep[MAX_ALLOC][MAX_CASES][MAX_REPS];
+static double threads_rep[2][MAX_ALLOC][MAX_THREADS_LIST][MAX_REPS], grow_rep[MAX_ALLOC][NGROW][MAX_REPS];
 
 static int reps = 5, rounds = 10, per_round = 2000;
 
@@ -163,9 +176,10 @@ static int long_reps(void) { return 2 * reps + 1 < MAX_REPS ? 2 * reps + 1 : MAX
  * pass (rpbench_worker.c) either way. */
 static long churn_ops = 2000000, thread_ops = 10000000;
 static int nthreads_list = 4, threads_list[MAX_THREADS_LIST] = {1, 2, 4, 8};
-static int scenario_on[SC_COUNT] = {1, 1, 1, 1, 1, 1, 1};
+/* mimalloc-bench and security run only when named: they need the suite's sources. */
+static int scenario_on[SC_COUNT] = {1, 1, 1, 1, 1, 1, 1, 0, 0};
 static long grow_max_mib = 256;
-static int alloc_on[NALLOC];
+static int alloc_on[MAX_ALLOC];
 static const char *only_case;
 
 /* ---- locating workers and libraries ---------------------------------------------------- */
@@ -204,7 +218,7 @@ static void resolve_allocators(void)
 {
     ssize_t k = readlink("/proc/self/exe", exe_path, sizeof exe_path - 1);
     exe_path[k > 0 ? k : 0] = 0;
-    for (int a = 0; a < NALLOC; a++) {
+    for (int a = 0; a < nalloc; a++) {
         resolved *r = &res_alloc[a];
         const bench_allocator *al = &allocators[a];
         r->active = alloc_on[a];
@@ -226,7 +240,7 @@ static void resolve_allocators(void)
             snprintf(r->why, sizeof r->why, "%s not found (install it: tools/setup.sh)", al->preload);
         }
     }
-    for (int a = 0; a < NALLOC; a++) {
+    for (int a = 0; a < nalloc; a++) {
         resolved *r = &res_alloc[a];
         const char *lib = allocators[a].program_preload;
         r->programs = alloc_on[a] && lib != NULL;
@@ -328,8 +342,8 @@ static void measure_case(int c)
     snprintf(r_s, sizeof r_s, "%d", rounds);
     snprintf(n_s, sizeof n_s, "%d", per_round);
     snprintf(ops_s, sizeof ops_s, "%ld", churn_ops);
-    static double seed_s[NALLOC][MAX_ROUNDS][MAX_REPS], churn_s[NALLOC][MAX_REPS], p999_s[NALLOC][MAX_REPS];
-    for (int a = 0; a < NALLOC; a++)
+    static double seed_s[MAX_ALLOC][MAX_ROUNDS][MAX_REPS], churn_s[MAX_ALLOC][MAX_REPS], p999_s[MAX_ALLOC][MAX_REPS];
+    for (int a = 0; a < nalloc; a++)
         for (int i = 0; i < MAX_REPS; i++) {
             churn_s[a][i] = p999_s[a][i] = -1;
             for (int r = 0; r < MAX_ROUNDS; r++)
@@ -339,8 +353,8 @@ static void measure_case(int c)
     for (int rep = 0; rep < seed_reps; rep++) {
         snprintf(msg, sizeof msg, "%s rep %d/%d", cname, rep + 1, seed_reps);
         progress(msg);
-        for (int k = 0; k < NALLOC; k++) {
-            int a = (rep + k) % NALLOC; /* rotate who goes first */
+        for (int k = 0; k < nalloc; k++) {
+            int a = (rep + k) % nalloc; /* rotate who goes first */
             if (!alloc_usable(a, NULL))
                 continue;
             if (scenario_on[SC_SEED]) {
@@ -361,7 +375,7 @@ static void measure_case(int c)
             }
         }
     }
-    for (int a = 0; a < NALLOC; a++) {
+    for (int a = 0; a < nalloc; a++) {
         for (int i = 0; i < MAX_REPS; i++) {
             double sum = 0;
             for (int r = 0; r < rounds && sum >= 0; r++)
@@ -389,9 +403,9 @@ static void measure_threads(int sc)
     snprintf(ops_s, sizeof ops_s, "%ld", thread_ops);
     snprintf(debug_ops_s, sizeof debug_ops_s, "%ld", thread_ops / 10 > 0 ? thread_ops / 10 : 1);
     for (int t = 0; t < nthreads_list; t++) {
-        double samples[NALLOC][MAX_REPS], cpu[NALLOC][MAX_REPS];
+        double samples[MAX_ALLOC][MAX_REPS], cpu[MAX_ALLOC][MAX_REPS];
         snprintf(t_s, sizeof t_s, "%d", threads_list[t]);
-        for (int a = 0; a < NALLOC; a++)
+        for (int a = 0; a < nalloc; a++)
             for (int i = 0; i < MAX_REPS; i++)
                 samples[a][i] = cpu[a][i] = -1;
         int thread_reps = long_reps();
@@ -399,8 +413,8 @@ static void measure_threads(int sc)
             snprintf(msg, sizeof msg, "%s %d threads rep %d/%d", scenario_names[sc], threads_list[t], rep + 1,
                      thread_reps);
             progress(msg);
-            for (int k = 0; k < NALLOC; k++) {
-                int a = (rep + k) % NALLOC;
+            for (int k = 0; k < nalloc; k++) {
+                int a = (rep + k) % nalloc;
                 if (!alloc_usable(a, "malloc"))
                     continue;
                 const char *args[] = {scenario_names[sc], t_s, allocators[a].debug_row ? debug_ops_s : ops_s};
@@ -411,7 +425,7 @@ static void measure_threads(int sc)
                 }
             }
         }
-        for (int a = 0; a < NALLOC; a++) {
+        for (int a = 0; a < nalloc; a++) {
             memcpy(threads_rep[sc - SC_PAIRS][a][t], samples[a], sizeof samples[a]);
             threads_ops[sc - SC_PAIRS][a][t] = rpb_median(samples[a], thread_reps);
             threads_cpu_ns[sc - SC_PAIRS][a][t] = rpb_median(cpu[a], thread_reps);
@@ -424,15 +438,15 @@ static void measure_grow(void)
     char max_s[24], out[256], msg[128];
     snprintf(max_s, sizeof max_s, "%ld", grow_max_mib);
     for (int g = 0; g < NGROW; g++) {
-        double ms[NALLOC][MAX_REPS], mib[NALLOC][MAX_REPS];
-        for (int a = 0; a < NALLOC; a++)
+        double ms[MAX_ALLOC][MAX_REPS], mib[MAX_ALLOC][MAX_REPS];
+        for (int a = 0; a < nalloc; a++)
             for (int i = 0; i < MAX_REPS; i++)
                 ms[a][i] = mib[a][i] = -1;
         for (int rep = 0; rep < reps; rep++) {
             snprintf(msg, sizeof msg, "grow %s rep %d/%d", grow_patterns[g], rep + 1, reps);
             progress(msg);
-            for (int k = 0; k < NALLOC; k++) {
-                int a = (rep + k) % NALLOC;
+            for (int k = 0; k < nalloc; k++) {
+                int a = (rep + k) % nalloc;
                 if (!alloc_usable(a, NULL))
                     continue;
                 const char *args[] = {"grow", grow_patterns[g], max_s};
@@ -443,7 +457,7 @@ static void measure_grow(void)
                 }
             }
         }
-        for (int a = 0; a < NALLOC; a++) {
+        for (int a = 0; a < nalloc; a++) {
             memcpy(grow_rep[a][g], ms[a], sizeof ms[a]);
             grow_ms[a][g] = rpb_median(ms[a], reps);
             grow_reached[a][g] = rpb_median(mib[a], reps);
@@ -487,9 +501,9 @@ static void measure_programs(void)
         return;
     }
     uint64_t expected[MAX_PROGRAMS] = {0};
-    static double wall[NALLOC][MAX_PROGRAMS][MAX_REPS], cpu[NALLOC][MAX_PROGRAMS][MAX_REPS],
-        rss[NALLOC][MAX_PROGRAMS][MAX_REPS];
-    static int failed[NALLOC][MAX_PROGRAMS];
+    static double wall[MAX_ALLOC][MAX_PROGRAMS][MAX_REPS], cpu[MAX_ALLOC][MAX_PROGRAMS][MAX_REPS],
+        rss[MAX_ALLOC][MAX_PROGRAMS][MAX_REPS];
+    static int failed[MAX_ALLOC][MAX_PROGRAMS];
     for (int p = 0; p < rpb_nprograms && p < MAX_PROGRAMS; p++) {
         rpb_run run;
         if (rpb_program_find(p, program_exe[p], sizeof program_exe[p]) != 0) {
@@ -506,8 +520,8 @@ static void measure_programs(void)
     }
     char msg[128];
     for (int rep = 0; rep < reps; rep++) {
-        for (int k = 0; k < NALLOC; k++) {
-            int a = (rep + k) % NALLOC;
+        for (int k = 0; k < nalloc; k++) {
+            int a = (rep + k) % nalloc;
             if (!program_usable(a))
                 continue;
             for (int p = 0; p < rpb_nprograms && p < MAX_PROGRAMS; p++) {
@@ -534,7 +548,7 @@ static void measure_programs(void)
             }
         }
     }
-    for (int a = 0; a < NALLOC; a++)
+    for (int a = 0; a < nalloc; a++)
         for (int p = 0; p < rpb_nprograms && p < MAX_PROGRAMS; p++) {
             int measured = program_usable(a) && program_exe[p][0] && !failed[a][p];
             program_wall[a][p] = measured ? rpb_median(wall[a][p], reps) : -1;
@@ -591,7 +605,7 @@ static void cell2(double x, double y, const char *fmt)
 static void header_row(const char *first, const char *api)
 {
     printf("%-14s", first);
-    for (int a = 0; a < NALLOC; a++)
+    for (int a = 0; a < nalloc; a++)
         if (alloc_usable(a, api))
             printf(" %12s", allocators[a].name);
     printf("\n");
@@ -600,7 +614,7 @@ static void header_row(const char *first, const char *api)
 static void ratio_header(const char *first, const char *api)
 {
     printf("%-14s", first);
-    for (int a = 1; a < NALLOC; a++)
+    for (int a = 1; a < nalloc; a++)
         if (alloc_usable(a, api))
             printf(" %12s", allocators[a].name);
     printf("\n");
@@ -639,7 +653,7 @@ static void paired_ahead(const double *r, const double *p, int higher_is_better)
 
 static int peer_index(const char *name)
 {
-    for (int a = 0; a < NALLOC; a++)
+    for (int a = 0; a < nalloc; a++)
         if (strcmp(allocators[a].name, name) == 0 && res_alloc[a].active)
             return a;
     return -1;
@@ -735,7 +749,7 @@ static void print_tables(void)
             if (!case_selected(c))
                 continue;
             printf("%-14s", rpb_cases[c].name);
-            for (int a = 0; a < NALLOC; a++) {
+            for (int a = 0; a < nalloc; a++) {
                 if (!alloc_usable(a, NULL))
                     continue;
                 char buf[32];
@@ -754,7 +768,7 @@ static void print_tables(void)
             if (!case_selected(c))
                 continue;
             printf("%-14s", rpb_cases[c].name);
-            for (int a = 1; a < NALLOC; a++)
+            for (int a = 1; a < nalloc; a++)
                 if (alloc_usable(a, NULL))
                     cell(ratio(seed_mean(0, c), seed_mean(a, c)), "%.2f");
             printf("\n");
@@ -767,7 +781,7 @@ static void print_tables(void)
             if (!case_selected(c))
                 continue;
             printf("%-14s", rpb_cases[c].name);
-            for (int a = 0; a < NALLOC; a++)
+            for (int a = 0; a < nalloc; a++)
                 if (alloc_usable(a, NULL))
                     cell2(churn_ns[a][c], churn_p999[a][c], "%.0f/%.0f");
             printf("\n");
@@ -778,7 +792,7 @@ static void print_tables(void)
             if (!case_selected(c))
                 continue;
             printf("%-14s", rpb_cases[c].name);
-            for (int a = 1; a < NALLOC; a++)
+            for (int a = 1; a < nalloc; a++)
                 if (alloc_usable(a, NULL))
                     cell2(ratio(churn_ns[0][c], churn_ns[a][c]), ratio(churn_p999[0][c], churn_p999[a][c]),
                           "%.2f [%.2f]");
@@ -792,7 +806,7 @@ static void print_tables(void)
             if (!case_selected(c))
                 continue;
             printf("%-14s", rpb_cases[c].name);
-            for (int a = 0; a < NALLOC; a++)
+            for (int a = 0; a < nalloc; a++)
                 if (alloc_usable(a, NULL))
                     cell(memory_ratio[a][c], "%.3f");
             printf("\n");
@@ -809,7 +823,7 @@ static void print_tables(void)
         header_row("threads", "malloc");
         for (int t = 0; t < nthreads_list; t++) {
             printf("%-14d", threads_list[t]);
-            for (int a = 0; a < NALLOC; a++) {
+            for (int a = 0; a < nalloc; a++) {
                 if (!alloc_usable(a, "malloc"))
                     continue;
                 double v = threads_ops[sc - SC_PAIRS][a][t];
@@ -821,7 +835,7 @@ static void print_tables(void)
         ratio_header("threads", "malloc");
         for (int t = 0; t < nthreads_list; t++) {
             printf("%-14d", threads_list[t]);
-            for (int a = 1; a < NALLOC; a++) {
+            for (int a = 1; a < nalloc; a++) {
                 if (!alloc_usable(a, "malloc"))
                     continue;
                 double x = ratio(threads_ops[sc - SC_PAIRS][a][t], threads_ops[sc - SC_PAIRS][0][t]);
@@ -845,7 +859,7 @@ static void print_grow(void)
     header_row("pattern", NULL);
     for (int g = 0; g < NGROW; g++) {
         printf("%-14s", grow_patterns[g]);
-        for (int a = 0; a < NALLOC; a++) {
+        for (int a = 0; a < nalloc; a++) {
             if (!alloc_usable(a, NULL))
                 continue;
             int short_run = grow_reached[a][g] >= 0 && grow_reached[a][g] < (double)grow_max_mib;
@@ -858,7 +872,7 @@ static void print_grow(void)
     ratio_header("pattern", NULL);
     for (int g = 0; g < NGROW; g++) {
         printf("%-14s", grow_patterns[g]);
-        for (int a = 1; a < NALLOC; a++)
+        for (int a = 1; a < nalloc; a++)
             if (alloc_usable(a, NULL))
                 cell(ratio(grow_ms[0][g], grow_ms[a][g]),
                      grow_reached[a][g] >= 0 && grow_reached[a][g] < (double)grow_max_mib ? "<%.2f" : "%.2f");
@@ -866,7 +880,7 @@ static void print_grow(void)
     }
     if (capped)
         printf("  *: stopped at the 2 s cap before %ld MiB (median MiB reached:", grow_max_mib);
-    for (int a = 0; capped && a < NALLOC; a++)
+    for (int a = 0; capped && a < nalloc; a++)
         for (int g = 0; g < NGROW; g++)
             if (alloc_usable(a, NULL) && grow_reached[a][g] >= 0 && grow_reached[a][g] < (double)grow_max_mib)
                 printf(" %s %s %.0f", allocators[a].name, grow_patterns[g], grow_reached[a][g]);
@@ -887,14 +901,14 @@ static void ratio_row_label(int *any, const char *title, const char *x, const ch
 
 static int program_index(const char *name)
 {
-    for (int a = 0; a < NALLOC; a++)
+    for (int a = 0; a < nalloc; a++)
         if (strcmp(allocators[a].name, name) == 0 && program_usable(a))
             return a;
     return -1;
 }
 
 /* Cost ratio x / y of two rows' program medians (CPU or wall), or -1. */
-static double program_ratio(const double t[NALLOC][MAX_PROGRAMS], int x, int y, int p)
+static double program_ratio(const double t[MAX_ALLOC][MAX_PROGRAMS], int x, int y, int p)
 {
     return x < 0 || y < 0 ? -1 : ratio(t[x][p], t[y][p]);
 }
@@ -911,13 +925,13 @@ static void print_programs(void)
         printf("  %-14s %s%s%s\n", rpb_programs[p].name, rpb_programs[p].what, program_skipped[p][0] ? ": SKIPPED, " : "",
                program_skipped[p]);
     printf("%-14s", "workload");
-    for (int a = 0; a < NALLOC; a++)
+    for (int a = 0; a < nalloc; a++)
         if (program_usable(a))
             printf(" %12s", allocators[a].name);
     printf("\n");
     for (int p = 0; p < rpb_nprograms && p < MAX_PROGRAMS; p++) {
         printf("%-14s", rpb_programs[p].name);
-        for (int a = 0; a < NALLOC; a++)
+        for (int a = 0; a < nalloc; a++)
             if (program_usable(a))
                 cell2(program_wall[a][p], program_cpu[a][p], "%.2f/%.2f");
         printf("\n");
@@ -925,12 +939,12 @@ static void print_programs(void)
     printf("peak RSS of the process, MiB (median; lower is better)\n");
     for (int p = 0; p < rpb_nprograms && p < MAX_PROGRAMS; p++) {
         printf("%-14s", rpb_programs[p].name);
-        for (int a = 0; a < NALLOC; a++)
+        for (int a = 0; a < nalloc; a++)
             if (program_usable(a))
                 cell(program_rss[a][p], "%.1f");
         printf("\n");
     }
-    for (int a = 0; a < NALLOC; a++)
+    for (int a = 0; a < nalloc; a++)
         if (alloc_on[a] && allocators[a].program_preload && res_alloc[a].program_why[0])
             printf("  %s: not measured: %s\n", allocators[a].name, res_alloc[a].program_why);
     static const char *const pairs[][2] = {{"rampart", "glibc"},    {"debug", "rampart"},   {"debug-nobt", "rampart"},
@@ -1076,7 +1090,7 @@ static int write_json(const char *path, const char *machine)
     json_num(f, capture_ns);
     fprintf(f, ",\n");
     fprintf(f, "  \"allocators\": [");
-    for (int a = 0; a < NALLOC; a++)
+    for (int a = 0; a < nalloc; a++)
         fprintf(f, "%s{\"name\": \"%s\", \"api\": \"%s\", \"active\": %s}", a ? ", " : "", allocators[a].name,
                 allocators[a].api, res_alloc[a].active ? "true" : "false");
     fprintf(f, "],\n  \"cases\": [\n");
@@ -1087,7 +1101,7 @@ static int write_json(const char *path, const char *machine)
         fprintf(f, "%s    {\"case\": \"%s\", \"results\": {", first ? "" : ",\n", rpb_cases[c].name);
         first = 0;
         int fa = 1;
-        for (int a = 0; a < NALLOC; a++) {
+        for (int a = 0; a < nalloc; a++) {
             if (!res_alloc[a].active)
                 continue;
             fprintf(f, "%s\n      \"%s\": {\"seed_round_ns\": [", fa ? "" : ",", allocators[a].name);
@@ -1115,7 +1129,7 @@ static int write_json(const char *path, const char *machine)
     for (int sc = SC_PAIRS; sc <= SC_PRODCONS; sc++) {
         fprintf(f, "  \"%s_ops_per_s\": {", scenario_names[sc]);
         int fa = 1;
-        for (int a = 0; a < NALLOC; a++) {
+        for (int a = 0; a < nalloc; a++) {
             if (!alloc_usable(a, "malloc"))
                 continue;
             fprintf(f, "%s\"%s\": {", fa ? "" : ", ", allocators[a].name);
@@ -1128,7 +1142,7 @@ static int write_json(const char *path, const char *machine)
         }
         fprintf(f, "},\n  \"%s_cpu_ns_per_op\": {", scenario_names[sc]);
         fa = 1;
-        for (int a = 0; a < NALLOC; a++) {
+        for (int a = 0; a < nalloc; a++) {
             if (!alloc_usable(a, "malloc"))
                 continue;
             fprintf(f, "%s\"%s\": {", fa ? "" : ", ", allocators[a].name);
@@ -1145,7 +1159,7 @@ static int write_json(const char *path, const char *machine)
     for (int g = 0; g < NGROW; g++) {
         fprintf(f, "%s\"%s\": {", g ? ", " : "", grow_patterns[g]);
         int fa = 1;
-        for (int a = 0; a < NALLOC; a++)
+        for (int a = 0; a < nalloc; a++)
             if (alloc_usable(a, NULL)) {
                 static const char *const keys[] = {"cpu_ms", "reached_mib"};
                 int on = scenario_on[SC_GROW];
@@ -1159,7 +1173,7 @@ static int write_json(const char *path, const char *machine)
     for (int p = 0; p < rpb_nprograms && p < MAX_PROGRAMS; p++) {
         fprintf(f, "%s\n    \"%s\": {", p ? "," : "", rpb_programs[p].name);
         int fa = 1;
-        for (int a = 0; a < NALLOC; a++)
+        for (int a = 0; a < nalloc; a++)
             if (program_usable(a)) {
                 static const char *const keys[] = {"wall_s", "cpu_s", "peak_rss_mib"};
                 int on = scenario_on[SC_PROGRAM];
@@ -1169,7 +1183,16 @@ static int write_json(const char *path, const char *machine)
             }
         fprintf(f, "}");
     }
-    fprintf(f, "\n  }\n}\n");
+    fprintf(f, "\n  }");
+    if (scenario_on[SC_MBENCH]) {
+        fprintf(f, ",\n  ");
+        rpb_mbench_json(f);
+    }
+    if (scenario_on[SC_SECURITY]) {
+        fprintf(f, ",\n  ");
+        rpb_security_json(f);
+    }
+    fprintf(f, "\n}\n");
     return fclose(f) == 0 ? 0 : -1;
 }
 
@@ -1183,7 +1206,7 @@ static int write_chart(const char *path, const char *caption)
         rpb_panel *p = &panels[np++];
         p->title = rpb_cases[c].name;
         p->nseries = 0;
-        for (int a = 0; a < NALLOC && p->nseries < 16; a++) {
+        for (int a = 0; a < nalloc && p->nseries < 16; a++) {
             if (!res_alloc[a].active)
                 continue;
             p->series[p->nseries].name = allocators[a].name;
@@ -1192,6 +1215,98 @@ static int write_chart(const char *path, const char *caption)
         }
     }
     return rpb_write_svg(path, caption, panels, np, rounds);
+}
+
+/* ---- the rampart variants and the suite -------------------------------------------------- */
+
+/* --variant LIB[:OPTIONS]: one more rampart row, LIB "release" (librampart_malloc.so) or
+ * "debug" (librampart_malloc_debug.so), RAMPART_OPTIONS = OPTIONS (the rest after the first
+ * colon, itself colon-separated). Row names: "rampart:OPTIONS", "rampart-debug",
+ * "rampart-debug:OPTIONS". 0, or -1 after a message. */
+static char variant_names[MAX_VARIANTS][160], variant_options[MAX_VARIANTS][160];
+static int add_variant(const char *spec)
+{
+    if (nalloc == MAX_ALLOC) {
+        fprintf(stderr, "rpbench: --variant: at most %d variants\n", MAX_VARIANTS);
+        return -1;
+    }
+    const char *colon = strchr(spec, ':');
+    size_t lib_len = colon ? (size_t)(colon - spec) : strlen(spec);
+    int debug = lib_len == 5 && strncmp(spec, "debug", 5) == 0;
+    if (!debug && !(lib_len == 7 && strncmp(spec, "release", 7) == 0)) {
+        fprintf(stderr, "rpbench: --variant takes release[:OPTIONS] or debug[:OPTIONS], not '%s'\n", spec);
+        return -1;
+    }
+    const char *opts = colon ? colon + 1 : NULL;
+    if ((opts && (strlen(opts) >= sizeof variant_options[0] || strpbrk(opts, "\"\\ "))) || (!debug && !opts)) {
+        fprintf(stderr, "rpbench: --variant '%s': %s\n", spec,
+                !debug && !opts ? "the release library with its defaults is the rampart row already"
+                                : "OPTIONS must be key=value pairs without quotes, backslashes or spaces");
+        return -1;
+    }
+    int v = nalloc - NBUILTIN;
+    snprintf(variant_options[v], sizeof variant_options[v], "%s", opts ? opts : "");
+    snprintf(variant_names[v], sizeof variant_names[v], "rampart%s%s%s", debug ? "-debug" : "", opts ? ":" : "",
+             opts ? opts : "");
+    for (int a = 0; a < nalloc; a++)
+        if (strcmp(allocators[a].name, variant_names[v]) == 0) {
+            fprintf(stderr, "rpbench: --variant '%s' given twice\n", spec);
+            return -1;
+        }
+    const char *lib = debug ? "dist/librampart_malloc_debug.so" : "dist/librampart_malloc.so";
+    allocators[nalloc] = (bench_allocator){variant_names[v], "malloc", NULL, lib, opts ? variant_options[v] : NULL, 0,
+                                           debug ? "librampart_malloc_debug.so by LD_PRELOAD with RAMPART_OPTIONS as named"
+                                                 : "librampart_malloc.so by LD_PRELOAD with RAMPART_OPTIONS as named",
+                                           lib};
+    alloc_on[nalloc++] = 1;
+    return 0;
+}
+
+/* The suite's scenarios (mimalloc-bench, security): where it is, what to build and run. */
+static const char *suite_dir, *suite_build, *suite_tests;
+static double suite_timeout = 300, security_timeout = 10;
+static rpb_suite suite;
+
+/* The progress line of the suite's scenarios. */
+static void suite_progress(long done, long total, const char *what)
+{
+    char msg[200];
+    snprintf(msg, sizeof msg, "%s (%ld/%ld)", what, done + 1, total);
+    progress(msg);
+}
+
+/* The allocator rows that run whole programs, as the suite's targets (row 0 first). */
+static int suite_targets(rpb_target *t)
+{
+    int n = 0;
+    for (int a = 0; a < nalloc; a++)
+        if (res_alloc[a].programs)
+            t[n++] = (rpb_target){allocators[a].name, res_alloc[a].program_preload, allocators[a].options};
+    return n;
+}
+
+/* Builds the suite and runs its scenarios. 0, or -1 after a message. */
+static int measure_suite(void)
+{
+    char err[4096];
+    progress("building the mimalloc-bench suite (CMake)");
+    if (rpb_suite_build(&suite, err, sizeof err) != 0) {
+        fprintf(stderr, "\nrpbench: building the mimalloc-bench suite: %s\n", err);
+        return -1;
+    }
+    rpb_target t[MAX_ALLOC];
+    int n = suite_targets(t);
+    if (scenario_on[SC_MBENCH] &&
+        rpb_mbench_run(&suite, t, n, suite_tests, reps, suite_timeout, suite_progress, err, sizeof err) != 0) {
+        fprintf(stderr, "\nrpbench: mimalloc-bench: %s\n", err);
+        return -1;
+    }
+    if (scenario_on[SC_SECURITY] &&
+        rpb_security_run(&suite, t, n, security_timeout, suite_progress, err, sizeof err) != 0) {
+        fprintf(stderr, "\nrpbench: security: %s\n", err);
+        return -1;
+    }
+    return 0;
 }
 
 /* ---- command line ------------------------------------------------------------------------ */
@@ -1290,11 +1405,13 @@ static void usage(void)
 {
     fprintf(stderr, "usage: rpbench [--reps N] [--quick] [--debug] [--scenarios LIST] [--allocators LIST]\n"
                     "               [--case NAME] [--threads LIST] [--rounds N] [--per-round N] [--churn-ops N]\n"
-                    "               [--thread-ops N] [--json FILE] [--svg FILE|none]\n"
+                    "               [--thread-ops N] [--json FILE] [--svg FILE|none] [--variant LIB[:OPTIONS]]...\n"
+                    "               [--mimalloc-bench DIR] [--suite-build DIR] [--suite-tests LIST]\n"
+                    "               [--suite-timeout S] [--security-timeout S]\n"
                     "--debug adds the debug flavour rows (debug, debug-nobt, glibc-asan), the stack capture cost and\n"
                     "the debug target (<= 3x release) on microbenchmarks and programs\n"
-                    "scenarios: seed,churn,memory,pairs,prodcons,grow,program\nallocators:");
-    for (int a = 0; a < NALLOC; a++)
+                    "scenarios: seed,churn,memory,pairs,prodcons,grow,program (the default), mimalloc-bench, security\nallocators:");
+    for (int a = 0; a < nalloc; a++)
         fprintf(stderr, " %s", allocators[a].name);
     fprintf(stderr, "\ncases:");
     for (int c = 0; c < rpb_ncases; c++)
@@ -1372,13 +1489,27 @@ int main(int argc, char **argv)
             if (select_list(arg, argv[++i], scenario_names, SC_COUNT, sizeof scenario_names[0], scenario_on) != 0)
                 return 2;
         } else if (strcmp(arg, "--allocators") == 0) {
-            if (select_list(arg, argv[++i], &allocators[0].name, NALLOC, sizeof allocators[0], alloc_on) != 0)
+            if (select_list(arg, argv[++i], &allocators[0].name, nalloc, sizeof allocators[0], alloc_on) != 0)
                 return 2;
             alloc_on[0] = 1; /* rampart is the subject of every ratio */
             named = 1;
         } else if (strcmp(arg, "--threads") == 0) {
             if (parse_threads(argv[++i]) != 0)
                 return 2;
+        } else if (strcmp(arg, "--variant") == 0) {
+            if (add_variant(argv[++i]) != 0)
+                return 2;
+        } else if (strcmp(arg, "--mimalloc-bench") == 0) {
+            suite_dir = argv[++i];
+        } else if (strcmp(arg, "--suite-build") == 0) {
+            suite_build = argv[++i];
+        } else if (strcmp(arg, "--suite-tests") == 0) {
+            suite_tests = argv[++i];
+        } else if (strcmp(arg, "--suite-timeout") == 0 || strcmp(arg, "--security-timeout") == 0) {
+            long v;
+            if (parse_number(arg, argv[++i], 1, 86400, &v) != 0)
+                return 2;
+            *(arg[2] == 's' && arg[3] == 'u' ? &suite_timeout : &security_timeout) = (double)v;
         } else {
             fprintf(stderr, "rpbench: %s: unknown option\n", arg);
             usage();
@@ -1386,8 +1517,18 @@ int main(int argc, char **argv)
         }
     }
     if (!named)
-        for (int a = 0; a < NALLOC; a++)
+        for (int a = 0; a < NBUILTIN; a++)
             alloc_on[a] = debug_rows || !allocators[a].debug_row;
+    for (int a = NBUILTIN; a < nalloc; a++) /* a variant is measured whenever it is given */
+        alloc_on[a] = 1;
+    if (scenario_on[SC_MBENCH] || scenario_on[SC_SECURITY]) {
+        char err[2048];
+        if (rpb_suite_locate(suite_dir, suite_build, &suite, err, sizeof err) != 0 ||
+            rpb_mbench_check_tests(suite_tests, err, sizeof err) != 0) {
+            fprintf(stderr, "rpbench: %s\n", err);
+            return 2;
+        }
+    }
     if (only_case) {
         int found = 0;
         for (int c = 0; c < rpb_ncases; c++)
@@ -1429,7 +1570,7 @@ int main(int argc, char **argv)
     printf("rpbench %s -- %s\nmedians of %d interleaved repetitions, %d for seed, churn and the thread scenarios (the "
            "machine may be shared: figures are indicative)\n",
            when, machine, reps, long_reps());
-    for (int a = 0; a < NALLOC; a++) {
+    for (int a = 0; a < nalloc; a++) {
         if (res_alloc[a].active)
             printf("  %-10s %s\n", allocators[a].name, allocators[a].what);
         else if (alloc_on[a])
@@ -1449,6 +1590,7 @@ int main(int argc, char **argv)
         measure_grow();
     if (scenario_on[SC_PROGRAM])
         measure_programs();
+    int suite_failed = (scenario_on[SC_MBENCH] || scenario_on[SC_SECURITY]) && measure_suite() != 0;
     int dbg = peer_index("debug");
     if (dbg >= 0) {
         double v[MAX_REPS];
@@ -1467,10 +1609,12 @@ int main(int argc, char **argv)
     print_grow();
     print_programs();
     print_debug_block();
+    rpb_mbench_print(stdout);
+    rpb_security_print(stdout);
     print_targets();
     printf("\n(%.0f s)\n", (double)time(NULL) - t0);
 
-    int status = 0;
+    int status = suite_failed;
     if (json && write_json(json, machine) != 0) {
         fprintf(stderr, "rpbench: cannot write %s: %s\n", json, strerror(errno));
         status = 1;

@@ -1,5 +1,6 @@
 #include "rpbench_stats.h"
 
+#include <math.h>
 #include <stdlib.h>
 
 static int cmp_double(const void *x, const void *y)
@@ -32,4 +33,30 @@ int rpb_paired_ahead(const double *r, const double *p, int n, int higher_is_bett
     }
     *pairs = both;
     return ahead;
+}
+
+int rpb_range(const double *v, int n, double *lo, double *hi)
+{
+    *lo = *hi = -1;
+    for (int i = 0; i < n; i++) {
+        if (v[i] < 0)
+            continue;
+        if (*lo < 0 || v[i] < *lo)
+            *lo = v[i];
+        if (v[i] > *hi)
+            *hi = v[i];
+    }
+    return *lo < 0 ? -1 : 0;
+}
+
+double rpb_geomean(const double *v, int n)
+{
+    double sum = 0;
+    int m = 0;
+    for (int i = 0; i < n; i++)
+        if (v[i] > 0) {
+            sum += log(v[i]);
+            m++;
+        }
+    return m ? exp(sum / m) : -1;
 }

@@ -10,6 +10,13 @@
  * middle ones for an even count); -1 if there is none. */
 double rpb_median(const double *v, int n);
 
+/* The smallest and the largest of the values >= 0 among v[0..n) in *lo and *hi; 0, or -1
+ * (both set to -1) if there is none. The spread every table shows next to a median. */
+int rpb_range(const double *v, int n, double *lo, double *hi);
+
+/* The geometric mean of the values > 0 among v[0..n); -1 if there is none. */
+double rpb_geomean(const double *v, int n);
+
 /* Repetition i of rampart (r[i]) and of a peer (p[i]) ran in the same round of the
  * interleaving. Counts the rounds i < n where both are >= 0 into *pairs and returns in how
  * many of them rampart's figure was the better one: lower, or higher when higher_is_better
