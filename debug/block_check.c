@@ -119,7 +119,7 @@ int rp_block_check_neighbours(rp_heap *h, void *user, size_t usable, const rp_de
     size_t requested = (size_t)m->requested;
     rp_block *b = rp_block_of_user(user);
     rp_block *next = (rp_block *)((char *)user + usable);
-    if (RP_UNLIKELY(!rp_block_valid(h->secret, next))) {
+    if (RP_UNLIKELY(!rp_block_valid(&h->key, next))) {
         rp_debug_fault(fault, RP_ERR_CORRUPT_BLOCK, h, next, user, requested, m,
                        "header of the block after %p (at %p) is corrupted: an overflow past the end of %p?", user,
                        (void *)next, user);
@@ -133,7 +133,7 @@ int rp_block_check_neighbours(rp_heap *h, void *user, size_t usable, const rp_de
     }
     if (b->bits & RP_HDR_PREV_FREE) {
         rp_block *prev = rp_block_prev(b);
-        if (RP_UNLIKELY(!in_heap_span(h, prev) || !rp_block_valid(h->secret, prev) || !(prev->bits & RP_HDR_FREE) ||
+        if (RP_UNLIKELY(!in_heap_span(h, prev) || !rp_block_valid(&h->key, prev) || !(prev->bits & RP_HDR_FREE) ||
                         prev->size != b->prev_size)) {
             rp_debug_fault(fault, RP_ERR_CORRUPT_BLOCK, h, prev, user, requested, m,
                            "free block before %p (at %p) is corrupted", user, (void *)prev);

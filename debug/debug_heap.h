@@ -31,6 +31,6 @@ static inline rp_debug_heap *rp_debug_of(const rp_heap *h) { return (rp_debug_he
 
 /* The heap's cookie secret: derived from the heap's own secret (src/secret.h), so canaries
  * differ between heaps and runs and cannot be forged from outside. */
-static inline uint64_t rp_debug_secret(const rp_heap *h) { return rp_mix64(h->secret ^ 0x636f6f6b69657321ull); }
+static inline uint64_t rp_debug_secret(const rp_heap *h) { return rp_mix64(h->key.sip.k0 ^ rp_mix64(h->key.sip.k1 ^ 0x636f6f6b69657321ull)); }
 
 #endif

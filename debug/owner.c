@@ -16,7 +16,7 @@ static rp_block *span_block_at(rp_heap *h, rp_region *r, const void *addr, rp_bl
     uintptr_t a = (uintptr_t)addr;
     rp_block *b = (rp_block *)lo;
     while ((uintptr_t)b < sentinel) {
-        if (!rp_block_valid(h->secret, b) || b->size < RP_MIN_BLOCK || (uintptr_t)b + b->size > sentinel) {
+        if (!rp_block_valid(&h->key, b) || b->size < RP_MIN_BLOCK || (uintptr_t)b + b->size > sentinel) {
             if (damaged)
                 *damaged = b;
             return NULL;

@@ -180,7 +180,7 @@ RP_NO_SANITIZE_ADDRESS static int damage(heap_model *m, unsigned kind, unsigned 
         if (!b)
             return 0;
         save_bytes(b, sizeof *b);
-        rp_block_write(h->secret, b, b->prev_size, b->size, b->bits ^ ((x & 1) ? RP_HDR_FREE : RP_HDR_PREV_FREE));
+        rp_block_write(&h->key, b, b->prev_size, b->size, b->bits ^ ((x & 1) ? RP_HDR_FREE : RP_HDR_PREV_FREE));
         return 1;
     }
     case 11: { /* a free block's size, resealed: I3, K2, K3, K6 */
@@ -190,7 +190,7 @@ RP_NO_SANITIZE_ADDRESS static int damage(heap_model *m, unsigned kind, unsigned 
         uint32_t delta = 16u * (1 + x % 4);
         uint32_t size = (x & 0x80) && b->size >= RP_MIN_BLOCK + delta ? b->size - delta : b->size + delta;
         save_bytes(b, sizeof *b);
-        rp_block_write(h->secret, b, b->prev_size, size, b->bits);
+        rp_block_write(&h->key, b, b->prev_size, size, b->bits);
         return 1;
     }
     case 12: { /* a live block's boundary tag, resealed: K3 */
@@ -198,7 +198,7 @@ RP_NO_SANITIZE_ADDRESS static int damage(heap_model *m, unsigned kind, unsigned 
         if (!b)
             return 0;
         save_bytes(b, sizeof *b);
-        rp_block_write(h->secret, b, b->prev_size + 16u * (1 + x % 4), b->size, b->bits);
+        rp_block_write(&h->key, b, b->prev_size + 16u * (1 + x % 4), b->size, b->bits);
         return 1;
     }
     case 13: { /* a span's sentinel: its check word, or a size resealed: K1, K2 */
@@ -212,7 +212,7 @@ RP_NO_SANITIZE_ADDRESS static int damage(heap_model *m, unsigned kind, unsigned 
         if (x & 1)
             sentinel->check ^= flip;
         else
-            rp_block_write(h->secret, sentinel, sentinel->prev_size, RP_MIN_BLOCK, sentinel->bits);
+            rp_block_write(&h->key, sentinel, sentinel->prev_size, RP_MIN_BLOCK, sentinel->bits);
         return 1;
     }
     case 14: { /* a region's page area moved: R1 */

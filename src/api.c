@@ -244,7 +244,7 @@ static size_t batch_free_one(rp_heap *h, void *p, pending_run *run, rp_fault *f)
      * (the core marks every header it retires free, so no stale live header outlives its
      * block). Everything else takes rp_locate's full validation. */
     uint32_t size;
-    if (RP_HOOK_PREFIX == 0 && rp_user_header_live(&h->secret, p, &size))
+    if (RP_HOOK_PREFIX == 0 && rp_user_header_live(&h->key, p, &size))
         return run_add(h, run, b, size, f);
     if (rp_locate(h, r, p, &loc, f) != 0)
         return 0;

@@ -8,14 +8,16 @@
  *       4 bytes    4      4      4
  *
  * The header keeps a boundary tag (prev_size) so both neighbours are found in O(1), and a
- * check word: a hash of the heap's secret, the header's address and its three other fields.
+ * check word: a keyed pseudorandom function (header_mac.h) under the heap's secret key of the
+ * header's address and its three other fields.
  * rp_free recomputes it before trusting anything in the header, so a pointer rampart never
  * returned, an interior pointer or a header overwritten by the program is recognised, and a
  * second free finds the FREE bit set. A free block keeps its free-list links in the first
  * 16 bytes after its header (so the minimum block is 32 bytes).
  *
  * Invariants (checked by rp_heap_check for every span):
- *   K1  every header's check word matches (secret, address, prev_size, size, bits);
+ *   K1  every header's check word matches (key, address, prev_size, size, bits), and its bits
+ *       fit in 16 (RP_HDR_BITS_MAX);
  *   K2  sizes are multiples of 16 and at least RP_MIN_BLOCK; the blocks tile the span from its
  *       first byte exactly up to the sentinel (size 0, bit SENTINEL), the span's last 16 bytes;
  *   K3  prev_size equals the size of the physically previous block (0 for the first block);
@@ -31,6 +33,7 @@
 
 #include "bits.h"
 #include "hooks.h"
+#include "header_mac.h"
 
 typedef struct rp_block {
     uint32_t prev_size; /* bytes of the physically previous block; 0 for the first */
@@ -80,57 +83,60 @@ static inline unsigned rp_block_align_log2(const rp_block *b)
     return (b->bits & RP_HDR_ALIGN_MASK) >> RP_HDR_ALIGN_SHIFT;
 }
 
-/* The check word of a header at address addr holding these fields: the high half of one
- * 64-bit multiply by an odd constant of (secret ^ addr) + (size:prev_size), XOR bits times
- * another odd constant (mod 2^32). Each step is injective in every field for the others
- * fixed, and a change of any single bit of the product's input changes its high half, so a
- * header that was overwritten, moved to another address or forged without the secret
- * matches with probability about 2^-32. size:prev_size is the header's first 8 bytes as one
- * little-endian word (rp_header_live loads it so), and the second multiply is a 32-bit one
- * by an immediate: free() validates a header on every call, and this keeps it to two loads,
- * one multiply on the critical path and no shifts of the fields. */
+/* The check word of a header at address addr holding these fields: the low 32 bits of the
+ * heap's header MAC (header_mac.h, a keyed pseudorandom function) of addr << 16 | bits and
+ * size:prev_size (the header's first 8 bytes as one little-endian word, as rp_header_live
+ * loads them). Without the key, a header that was overwritten, moved to another address or
+ * forged matches with probability 2^-32 whatever else the forger knows (other headers
+ * included), and no relation between headers (a copy shifted by 16 bytes with prev_size - 16,
+ * two fresh headers of one span) holds more often than chance. The message is injective in
+ * the fields because header addresses are below 2^48 (the address map covers 47 bits) and a
+ * valid header's bits fit in 16 (RP_HDR_BITS_MAX: rp_block_bits_ok). */
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "rp_block_check_word takes size:prev_size as one little-endian word"
 #endif
-static inline uint32_t rp_block_check_word(uint64_t secret, uintptr_t addr, uint64_t size_prev, uint32_t bits)
+#define RP_HDR_BITS_MAX 0xffffu
+
+static inline int rp_block_bits_ok(uint32_t bits) { return bits <= RP_HDR_BITS_MAX; }
+
+static inline uint32_t rp_block_check_word(const rp_mac_key *key, uintptr_t addr, uint64_t size_prev, uint32_t bits)
 {
-    uint64_t x = ((secret ^ (uint64_t)addr) + size_prev) ^ (uint32_t)(bits * 0x2545f491u);
-    return (uint32_t)((x * 0x9e3779b97f4a7c15ull) >> 32);
+    return (uint32_t)rp_header_mac(key, (uint64_t)addr << 16 | bits, size_prev);
 }
 
-static inline uint32_t rp_block_check_fields(uint64_t secret, uintptr_t addr, uint32_t prev_size, uint32_t size,
+static inline uint32_t rp_block_check_fields(const rp_mac_key *key, uintptr_t addr, uint32_t prev_size, uint32_t size,
                                              uint32_t bits)
 {
-    return rp_block_check_word(secret, addr, (uint64_t)size << 32 | prev_size, bits);
+    return rp_block_check_word(key, addr, (uint64_t)size << 32 | prev_size, bits);
 }
 
 RP_NO_SANITIZE_ADDRESS
-static inline uint32_t rp_block_check_value(uint64_t secret, const rp_block *b)
+static inline uint32_t rp_block_check_value(const rp_mac_key *key, const rp_block *b)
 {
-    return rp_block_check_fields(secret, (uintptr_t)b, b->prev_size, b->size, b->bits);
+    return rp_block_check_fields(key, (uintptr_t)b, b->prev_size, b->size, b->bits);
 }
 
 RP_NO_SANITIZE_ADDRESS
-static inline int rp_block_valid(uint64_t secret, const rp_block *b)
+static inline int rp_block_valid(const rp_mac_key *key, const rp_block *b)
 {
-    return b->check == rp_block_check_value(secret, b);
+    return rp_block_bits_ok(b->bits) && b->check == rp_block_check_value(key, b);
 }
 
 /* Writes all four header fields (recomputing the check). */
 RP_NO_SANITIZE_ADDRESS
-static inline void rp_block_write(uint64_t secret, rp_block *b, uint32_t prev_size, uint32_t size,
+static inline void rp_block_write(const rp_mac_key *key, rp_block *b, uint32_t prev_size, uint32_t size,
                                   uint32_t bits)
 {
     b->prev_size = prev_size;
     b->size = size;
     b->bits = bits;
-    b->check = rp_block_check_value(secret, b);
+    b->check = rp_block_check_fields(key, (uintptr_t)b, prev_size, size, bits);
 }
 
 RP_NO_SANITIZE_ADDRESS
-static inline void rp_block_reseal(uint64_t secret, rp_block *b)
+static inline void rp_block_reseal(const rp_mac_key *key, rp_block *b)
 {
-    b->check = rp_block_check_value(secret, b);
+    b->check = rp_block_check_value(key, b);
 }
 
 #endif

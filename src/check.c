@@ -143,7 +143,7 @@ static int check_index(checker *c)
                 if (!in_own_span(h, b))
                     return fail(c, "I3: list (%u,%u) links from %p to %p, outside this heap's spans", fl, sl,
                                 (void *)prev, (void *)b);
-                if (!rp_block_valid(h->secret, b) || !(b->bits & RP_HDR_FREE))
+                if (!rp_block_valid(&h->key, b) || !(b->bits & RP_HDR_FREE))
                     return fail(c, "I3: list (%u,%u) links from %p to %p, which is not a valid free block", fl, sl,
                                 (void *)prev, (void *)b);
                 unsigned bfl, bsl;
@@ -216,7 +216,7 @@ static int check_span(checker *c, rp_region *r, rp_page *head)
     int prev_free = 0;
     rp_block *b = (rp_block *)lo;
     for (;;) {
-        if (!rp_block_valid(h->secret, b))
+        if (!rp_block_valid(&h->key, b))
             return fail(c, "K1: block header at %p (span %p) fails its check", (void *)b, (void *)lo);
         if (b->prev_size != prev_size)
             return fail(c, "K3: block %p has prev_size %u, previous block has %u bytes", (void *)b, b->prev_size,
@@ -291,7 +291,7 @@ static int check_mapped_block(checker *c, rp_region *r)
 static int check_region_frame(checker *c, rp_region *r, const rp_region *prev)
 {
     rp_heap *h = c->h;
-    if (r->magic != (RP_REGION_MAGIC ^ h->secret) || r->heap != h)
+    if (r->magic != RP_REGION_MAGIC || r->heap != h)
         return fail(c, "R2: region %p has a wrong magic or heap pointer", (void *)r);
     if ((r->base & (RP_PAGE_SIZE - 1)) || r->npages == 0 || r->base < r->mem_lo ||
         r->base + (r->npages << RP_PAGE_SHIFT) > r->mem_hi)

@@ -34,39 +34,39 @@
 typedef uint64_t __attribute__((may_alias)) rp_header_word;
 
 /* 1 and *size set when the header at b belongs to a live (allocated, not a sentinel) block
- * and its check word is valid under secret; 0 otherwise. */
+ * and its check word is valid under key; 0 otherwise. */
 RP_NO_SANITIZE_THREAD RP_NO_SANITIZE_ADDRESS
-static inline int rp_header_live(uint64_t secret, const rp_block *b, uint32_t *size)
+static inline int rp_header_live(const rp_mac_key *key, const rp_block *b, uint32_t *size)
 {
     uint64_t size_prev = __atomic_load_n((const rp_header_word *)(const void *)b, __ATOMIC_RELAXED);
     uint32_t bits = __atomic_load_n(&b->bits, __ATOMIC_RELAXED);
     uint32_t check = __atomic_load_n(&b->check, __ATOMIC_RELAXED);
     *size = (uint32_t)(size_prev >> 32);
-    return check == rp_block_check_word(secret, (uintptr_t)b, size_prev, bits) &&
-           !(bits & (RP_HDR_FREE | RP_HDR_SENTINEL));
+    return rp_block_bits_ok(bits) && !(bits & (RP_HDR_FREE | RP_HDR_SENTINEL)) &&
+           check == rp_block_check_word(key, (uintptr_t)b, size_prev, bits);
 }
 
 /* The test batch frees (rp_free_batch) make of a user pointer p: 1 and *size set when
  * p is 16-byte aligned and not page aligned (so the header in front of it lies in p's own
- * page and can be read whatever p is) and that header is live under *secret; 0 otherwise,
- * NULL and page-tier blocks (page aligned, no header) included. The secret is passed by
+ * page and can be read whatever p is) and that header is live under *key; 0 otherwise,
+ * NULL and page-tier blocks (page aligned, no header) included. The key is passed by
  * address so that it is read only once p has passed the two address tests. (free() makes
  * the two address tests at its call and reads the header with rp_header_live when it
  * examines the pointer, malloc.c.) */
 RP_NO_SANITIZE_THREAD RP_NO_SANITIZE_ADDRESS
-static inline int rp_user_header_live(const uint64_t *secret, const void *p, uint32_t *size)
+static inline int rp_user_header_live(const rp_mac_key *key, const void *p, uint32_t *size)
 {
     /* Given the first test, "not page aligned" is p & (RP_PAGE_SIZE - RP_GRANULE) != 0: one
      * test of p itself each, no masked copy of p. */
     return ((uintptr_t)p & (RP_GRANULE - 1)) == 0 && ((uintptr_t)p & (RP_PAGE_SIZE - RP_GRANULE)) != 0 &&
-           rp_header_live(*secret, rp_block_of_user(p), size);
+           rp_header_live(key, rp_block_of_user(p), size);
 }
 
 /* The size of the live block whose header is at b (see rp_header_live), or 0. */
-static inline uint32_t rp_header_live_size(uint64_t secret, const rp_block *b)
+static inline uint32_t rp_header_live_size(const rp_mac_key *key, const rp_block *b)
 {
     uint32_t size;
-    return rp_header_live(secret, b, &size) ? size : 0;
+    return rp_header_live(key, b, &size) ? size : 0;
 }
 
 #endif

@@ -9,7 +9,7 @@
 #include "hooks.h"
 #include "os.h"
 #include "pagemap.h"
-#include "secret.h"
+#include "header_mac.h"
 #include "span.h"
 
 static pthread_mutex_t heaps_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -93,7 +93,7 @@ static void unmap_refused(rp_heap *h)
 static int region_attach(rp_heap *h, rp_region *r, uintptr_t lo, uintptr_t hi)
 {
     r->heap = h;
-    r->magic = RP_REGION_MAGIC ^ h->secret;
+    r->magic = RP_REGION_MAGIC;
     int rc = rp_pagemap_register(r, lo, hi);
     if (rc != 0)
         return rc;
@@ -352,7 +352,7 @@ static rp_heap *heap_new(const rp_heap_config *cfg, int is_default)
     }
     /* Fresh anonymous memory is zero: only non-zero fields are set. */
     rp_lock_init(&h->lock);
-    h->secret = rp_secret_new((uint64_t)(uintptr_t)h);
+    h->key = rp_mac_key_new((uint64_t)(uintptr_t)h);
     const char *name = cfg->name ? cfg->name : (is_default ? "default" : "heap");
     strncpy(h->name, name, sizeof h->name - 1);
     h->flags = cfg->flags;

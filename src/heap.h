@@ -13,6 +13,7 @@
 #include "rampart.h"
 #include "region.h"
 #include "report.h"
+#include "header_mac.h"
 
 #define RP_DEFAULT_LARGE_THRESHOLD ((size_t)64 << 10)
 #define RP_DEFAULT_RETAIN ((size_t)32 << 20)
@@ -47,9 +48,10 @@
  *   H4  spare_span, when set, is a free block covering a whole span, on the index;
  *   H5  every region's heap pointer is this heap. */
 struct rp_heap {
-    /* Read-mostly fields first: free() in the malloc drop-in reads secret and flags without
+    /* Read-mostly fields first: free() in the malloc drop-in reads key and flags without
      * the lock, so they must not share a cache line with the lock other threads write. */
-    uint64_t secret;
+    rp_mac_key key;            /* the key of this heap's block check words (block.h K1); here
+                                  only, in a control block mapped on its own, never in a region */
     unsigned flags;            /* RP_HEAP_* (public) | RP_HEAP_MALLOC_ARENA */
     int is_default;
     size_t large_threshold;

@@ -29,7 +29,7 @@ static int locate_span(rp_heap *h, rp_region *r, rp_page *d, const void *p, rp_l
         return -1;
     }
     rp_block *b = rp_block_of_user(p);
-    if (!rp_block_valid(h->secret, b) || (b->bits & RP_HDR_SENTINEL) || (uintptr_t)b + b->size > sentinel ||
+    if (!rp_block_valid(&h->key, b) || (b->bits & RP_HDR_SENTINEL) || (uintptr_t)b + b->size > sentinel ||
         b->size < RP_MIN_BLOCK) {
         rp_fault_set(f, RP_ERR_INVALID_FREE, h, p, NULL, 0,
                      "%p is not a block of heap '%s' (no valid header: interior pointer, foreign pointer "

@@ -83,7 +83,7 @@ rp_page *rp_mapped_block_map(rp_heap *h, size_t npages)
         return NULL;
     }
     r->heap = h;
-    r->magic = RP_REGION_MAGIC ^ h->secret;
+    r->magic = RP_REGION_MAGIC;
     r->block_meta_len = meta_len;
     if (place(r, (uintptr_t)area, npages) != 0) {
         give_up(h, area, bytes);

@@ -81,7 +81,10 @@ enum {
 
 /* Region header; the descriptors follow it. Invariants R1..R3:
  *   R1  base is 4 KiB aligned and [base, base + npages*4096) lies inside the region's memory;
- *   R2  magic == RP_REGION_MAGIC ^ heap secret (a stale or forged region is recognised);
+ *   R2  magic == RP_REGION_MAGIC and heap is the owning heap (a released region has magic 0).
+ *       Regions are only ever reached through the address map and the heap's list, never
+ *       from memory a program can write, so the magic guards against rampart's own bugs; no
+ *       secret is kept in a region (one read past a block would give it away);
  *   R3  the region is on its heap's region list exactly once. */
 typedef struct rp_region {
     uint64_t magic;

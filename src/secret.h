@@ -9,4 +9,8 @@
  * clock, a counter and the caller's salt. Never 0. Not for the hot path. */
 uint64_t rp_secret_new(uint64_t salt);
 
+/* 16 fresh random bytes for a 128-bit key: the kernel's random generator (getrandom), or
+ * two rp_secret_new draws where the kernel refuses. Not for the hot path (a system call). */
+void rp_secret_key128(uint64_t out[2], uint64_t salt);
+
 #endif

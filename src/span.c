@@ -24,7 +24,7 @@ static rp_block *block_holding(rp_heap *h, const void *p)
     uintptr_t lo = rp_page_addr(r, head);
     uintptr_t sentinel = lo + ((uintptr_t)head->npages << RP_PAGE_SHIFT) - RP_HEADER;
     for (rp_block *x = (rp_block *)lo; (uintptr_t)x < sentinel; x = rp_block_next(x)) {
-        if (!rp_block_valid(h->secret, x) || x->size < RP_MIN_BLOCK || (x->size & (RP_GRANULE - 1)) ||
+        if (!rp_block_valid(&h->key, x) || x->size < RP_MIN_BLOCK || (x->size & (RP_GRANULE - 1)) ||
             (uintptr_t)x + x->size > sentinel)
             return NULL;
         if ((uintptr_t)p < (uintptr_t)x + x->size)
@@ -66,8 +66,8 @@ static rp_block *span_init(rp_heap *h, rp_page *d, size_t pages)
     h->span_bytes += bytes;
     rp_block *b = (rp_block *)rp_page_addr(d->region, d);
     uint32_t size = (uint32_t)(bytes - RP_HEADER);
-    rp_block_write(h->secret, b, 0, size, RP_HDR_FREE);
-    rp_block_write(h->secret, rp_block_next(b), size, 0, RP_HDR_SENTINEL | RP_HDR_PREV_FREE);
+    rp_block_write(&h->key, b, 0, size, RP_HDR_FREE);
+    rp_block_write(&h->key, rp_block_next(b), size, 0, RP_HDR_SENTINEL | RP_HDR_PREV_FREE);
     rp_hook_span_freed(h, (char *)b + RP_MIN_BLOCK, size - RP_MIN_BLOCK);
     return b;
 }
@@ -204,13 +204,13 @@ static inline size_t aligned_lead(const rp_block *b, size_t align)
 RP_NO_SANITIZE_ADDRESS
 static rp_block *carve(rp_heap *h, rp_block *b, size_t lead, size_t need, unsigned align_log2)
 {
-    uint64_t secret = h->secret;
+    const rp_mac_key *key = &h->key;
     size_t total = b->size;
     uint32_t prev_size = b->prev_size;
     uint32_t prev_bits = 0; /* b is free, so its previous block is used (K5) */
     rp_block *a = b;
     if (lead) {
-        rp_block_write(secret, b, prev_size, (uint32_t)lead, RP_HDR_FREE);
+        rp_block_write(key, b, prev_size, (uint32_t)lead, RP_HDR_FREE);
         rp_free_index_insert(&h->index, b);
         a = (rp_block *)((char *)b + lead);
         prev_size = (uint32_t)lead;
@@ -221,7 +221,7 @@ static rp_block *carve(rp_heap *h, rp_block *b, size_t lead, size_t need, unsign
     rp_block *next;
     if (rest >= RP_MIN_BLOCK) {
         rp_block *tail = (rp_block *)((char *)a + need);
-        rp_block_write(secret, tail, (uint32_t)need, (uint32_t)rest, RP_HDR_FREE);
+        rp_block_write(key, tail, (uint32_t)need, (uint32_t)rest, RP_HDR_FREE);
         rp_free_index_insert(&h->index, tail);
         next = rp_block_next(tail);
         next->prev_size = (uint32_t)rest;
@@ -231,8 +231,8 @@ static rp_block *carve(rp_heap *h, rp_block *b, size_t lead, size_t need, unsign
         next->prev_size = (uint32_t)a_size;
         next->bits &= ~(uint32_t)RP_HDR_PREV_FREE;
     }
-    rp_block_reseal(secret, next);
-    rp_block_write(secret, a, prev_size, (uint32_t)a_size, prev_bits | (align_log2 << RP_HDR_ALIGN_SHIFT));
+    rp_block_reseal(key, next);
+    rp_block_write(key, a, prev_size, (uint32_t)a_size, prev_bits | (align_log2 << RP_HDR_ALIGN_SHIFT));
     return a;
 }
 
@@ -240,7 +240,7 @@ static rp_block *carve(rp_heap *h, rp_block *b, size_t lead, size_t need, unsign
 RP_NO_SANITIZE_ADDRESS
 static int index_block_ok(rp_heap *h, rp_block *b, rp_fault *f)
 {
-    if (RP_LIKELY(rp_block_valid(h->secret, b) && (b->bits & RP_HDR_FREE)))
+    if (RP_LIKELY(rp_block_valid(&h->key, b) && (b->bits & RP_HDR_FREE)))
         return 1;
     rp_fault_set(f, RP_ERR_CORRUPT_FREE_LIST, h, b, NULL, 0,
                  "free list of heap '%s' leads to %p, which is not a valid free block "
@@ -330,20 +330,20 @@ void *rp_span_alloc(rp_heap *h, size_t size, size_t align, rp_fault *f)
 RP_NO_SANITIZE_ADDRESS
 static void split_run(rp_heap *h, rp_block *a, size_t stride, size_t k)
 {
-    uint64_t secret = h->secret;
+    const rp_mac_key *key = &h->key;
     uint32_t bits = a->bits & RP_HDR_ALIGN_MASK;
     uint32_t total = a->size;
     rp_block *next = rp_block_next(a);
     a->size = k > 1 ? (uint32_t)stride : total;
-    rp_block_reseal(secret, a);
+    rp_block_reseal(key, a);
     rp_block *b = a;
     for (size_t i = 1; i < k; i++) {
         b = (rp_block *)((char *)b + stride);
         uint32_t size = i + 1 < k ? (uint32_t)stride : total - (uint32_t)(stride * (k - 1));
-        rp_block_write(secret, b, (uint32_t)stride, size, bits);
+        rp_block_write(key, b, (uint32_t)stride, size, bits);
     }
     next->prev_size = b->size;
-    rp_block_reseal(secret, next);
+    rp_block_reseal(key, next);
 }
 
 RP_NO_SANITIZE_ADDRESS
@@ -461,13 +461,13 @@ static int unfile_neighbour(rp_heap *h, rp_block *b, rp_block *n, rp_fault *f)
 RP_NO_SANITIZE_ADDRESS
 void rp_span_release_run(rp_heap *h, rp_block *b, size_t count, size_t total, rp_fault *f)
 {
-    uint64_t secret = h->secret;
+    const rp_mac_key *key = &h->key;
     size_t size = total;
     rp_block *next = (rp_block *)((char *)b + total);
     rp_block *prev = (b->bits & RP_HDR_PREV_FREE) ? rp_block_prev(b) : NULL;
     /* Validate both neighbours before changing anything: freeing into a corrupted
      * neighbourhood would spread the damage, so the block then stays allocated. */
-    if (!rp_block_valid(secret, next)) {
+    if (!rp_block_valid(key, next)) {
         if (rp_span_refuse_leftover(h, b, f))
             return;
         rp_fault_set(f, RP_ERR_CORRUPT_BLOCK, h, next, rp_block_user(b), rp_block_usable(b),
@@ -475,7 +475,7 @@ void rp_span_release_run(rp_heap *h, rp_block *b, size_t count, size_t total, rp
                      rp_block_user(b), (void *)next, rp_block_user(b));
         return;
     }
-    if (prev && (!rp_block_valid(secret, prev) || !(prev->bits & RP_HDR_FREE) || prev->size != b->prev_size)) {
+    if (prev && (!rp_block_valid(key, prev) || !(prev->bits & RP_HDR_FREE) || prev->size != b->prev_size)) {
         if (rp_span_refuse_leftover(h, b, f))
             return;
         rp_fault_set(f, RP_ERR_CORRUPT_BLOCK, h, prev, rp_block_user(b), rp_block_usable(b),
@@ -506,9 +506,9 @@ void rp_span_release_run(rp_heap *h, rp_block *b, size_t count, size_t total, rp
      * neighbour checks, and by the malloc drop-in's lock-free free path, which trusts a valid
      * live header). Mark them free: a second free is a double free. */
     for (rp_block *x = rp_block_next(b); x != next; x = rp_block_next(x))
-        rp_block_write(secret, x, x->prev_size, x->size, RP_HDR_FREE);
+        rp_block_write(key, x, x->prev_size, x->size, RP_HDR_FREE);
     if (prev)
-        rp_block_write(secret, b, b->prev_size, b->size, RP_HDR_FREE);
+        rp_block_write(key, b, b->prev_size, b->size, RP_HDR_FREE);
     /* Debug poison: exactly the bytes that become free payload. */
     if (prev)
         rp_hook_span_freed(h, b, size);
@@ -518,10 +518,10 @@ void rp_span_release_run(rp_heap *h, rp_block *b, size_t count, size_t total, rp
         rp_hook_span_freed(h, next, RP_MIN_BLOCK);
 
     rp_block *after = (rp_block *)((char *)start + len);
-    rp_block_write(secret, start, start->prev_size, (uint32_t)len, RP_HDR_FREE);
+    rp_block_write(key, start, start->prev_size, (uint32_t)len, RP_HDR_FREE);
     after->prev_size = (uint32_t)len;
     after->bits |= RP_HDR_PREV_FREE;
-    rp_block_reseal(secret, after);
+    rp_block_reseal(key, after);
     if (start->prev_size == 0 && (after->bits & RP_HDR_SENTINEL))
         span_emptied(h, start);
     else
@@ -534,11 +534,11 @@ void rp_span_release(rp_heap *h, rp_block *b, rp_fault *f) { rp_span_release_run
 RP_NO_SANITIZE_ADDRESS
 int rp_span_resize(rp_heap *h, rp_block *b, size_t size, rp_fault *f)
 {
-    uint64_t secret = h->secret;
+    const rp_mac_key *key = &h->key;
     size_t need = rp_span_block_need(size);
     size_t old = b->size;
     rp_block *next = rp_block_next(b);
-    if (!rp_block_valid(secret, next)) {
+    if (!rp_block_valid(key, next)) {
         if (rp_span_refuse_leftover(h, b, f))
             return 0;
         rp_fault_set(f, RP_ERR_CORRUPT_BLOCK, h, next, rp_block_user(b), rp_block_usable(b),
@@ -560,12 +560,12 @@ int rp_span_resize(rp_heap *h, rp_block *b, size_t size, rp_fault *f)
         }
         rp_hook_span_freed(h, (char *)tail + RP_MIN_BLOCK, rest - RP_MIN_BLOCK);
         b->size = (uint32_t)need;
-        rp_block_reseal(secret, b);
-        rp_block_write(secret, tail, (uint32_t)need, (uint32_t)tail_len, RP_HDR_FREE);
+        rp_block_reseal(key, b);
+        rp_block_write(key, tail, (uint32_t)need, (uint32_t)tail_len, RP_HDR_FREE);
         rp_block *after = rp_block_next(tail);
         after->prev_size = (uint32_t)tail_len;
         after->bits |= RP_HDR_PREV_FREE;
-        rp_block_reseal(secret, after);
+        rp_block_reseal(key, after);
         rp_free_index_insert(&h->index, tail);
         h->bytes_in_use -= rest;
         h->bytes_usable -= rest;
@@ -581,7 +581,7 @@ int rp_span_resize(rp_heap *h, rp_block *b, size_t size, rp_fault *f)
     rp_block *after = rp_block_next(next);
     if (rest >= RP_MIN_BLOCK) {
         rp_block *tail = (rp_block *)((char *)b + need);
-        rp_block_write(secret, tail, (uint32_t)need, (uint32_t)rest, RP_HDR_FREE);
+        rp_block_write(key, tail, (uint32_t)need, (uint32_t)rest, RP_HDR_FREE);
         rp_free_index_insert(&h->index, tail);
         after->prev_size = (uint32_t)rest;
     } else {
@@ -589,7 +589,7 @@ int rp_span_resize(rp_heap *h, rp_block *b, size_t size, rp_fault *f)
         after->prev_size = (uint32_t)total;
         after->bits &= ~(uint32_t)RP_HDR_PREV_FREE;
     }
-    rp_block_reseal(secret, after);
+    rp_block_reseal(key, after);
     /* The debug flavour verifies the free payload being taken over (not next's header and
      * links, which were metadata). */
     char *reuse_from = (char *)next + RP_MIN_BLOCK;
@@ -597,7 +597,7 @@ int rp_span_resize(rp_heap *h, rp_block *b, size_t size, rp_fault *f)
     if (reuse_to > reuse_from)
         rp_hook_span_reused(h, reuse_from, (size_t)(reuse_to - reuse_from), f);
     b->size = (uint32_t)new_size;
-    rp_block_reseal(secret, b);
+    rp_block_reseal(key, b);
     h->bytes_in_use += new_size - old;
     h->bytes_usable += new_size - old;
     return 1;

@@ -47,7 +47,7 @@ int rp_walk_locked(rp_heap *h, rp_block_visit visit, void *arg, char *why, size_
 {
     for (rp_region *r = h->regions; r; r = r->next) {
         /* R1, R2 first: a damaged region header would send the walk outside the heap. */
-        if (r->magic != (RP_REGION_MAGIC ^ h->secret) || r->heap != h || r->base < r->mem_lo ||
+        if (r->magic != RP_REGION_MAGIC || r->heap != h || r->base < r->mem_lo ||
             r->base >= r->mem_hi || r->npages > ((r->mem_hi - r->base) >> RP_PAGE_SHIFT)) {
             if (why)
                 snprintf(why, len, "region %p: damaged header (magic, heap or page area)", (void *)r);

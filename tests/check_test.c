@@ -75,7 +75,7 @@ static rp_page *large_head(rp_heap *h, void *p)
 int main(void)
 {
     fixture f;
-    uint64_t s;
+    const rp_mac_key *s;
 
     f = make(); /* K1: a header byte flipped */
     hdr(f.a)->check ^= 0x10;
@@ -98,21 +98,21 @@ int main(void)
     rp_heap_destroy(f.h);
 
     f = make(); /* K3: boundary tag wrong (header resealed, so K1 holds) */
-    s = f.h->secret;
+    s = &f.h->key;
     hdr(f.d)->prev_size += 16;
     rp_block_reseal(s, hdr(f.d));
     expect(f.h, "K3", "boundary tag");
     rp_heap_destroy(f.h);
 
     f = make(); /* K4: PREV_FREE disagrees with the previous block */
-    s = f.h->secret;
+    s = &f.h->key;
     hdr(f.d)->bits |= RP_HDR_PREV_FREE;
     rp_block_reseal(s, hdr(f.d));
     expect(f.h, "K4", "prev-free bit");
     rp_heap_destroy(f.h);
 
     f = make(); /* K5: two adjacent free blocks (a marked free and filed, next's tag fixed) */
-    s = f.h->secret;
+    s = &f.h->key;
     hdr(f.a)->bits |= RP_HDR_FREE;
     rp_block_reseal(s, hdr(f.a));
     rp_free_index_insert(&f.h->index, hdr(f.a));
@@ -128,7 +128,7 @@ int main(void)
     rp_heap_destroy(f.h);
 
     f = make(); /* K2: a block size running past the sentinel */
-    s = f.h->secret;
+    s = &f.h->key;
     hdr(f.d)->size = 1u << 30;
     rp_block_reseal(s, hdr(f.d));
     expect(f.h, "K2", "size past the span");

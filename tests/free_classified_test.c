@@ -131,7 +131,7 @@ static void forge(unsigned char *area, uint32_t size)
     b->prev_size = 0;
     b->size = size;
     b->bits = 0;
-    b->check = rp_block_check_fields(rp_arena_secret(), (uintptr_t)b, 0, size, 0);
+    b->check = rp_block_check_fields(rp_arena_key(), (uintptr_t)b, 0, size, 0);
 }
 
 static void test_forged_headers(void)

@@ -30,7 +30,7 @@ int main(void)
         REQUIRE(p);
         rp_block *b = rp_block_of_user(p);
         CHECK((char *)b == p - 16);
-        CHECK(rp_block_valid(h->secret, b) && !(b->bits & RP_HDR_FREE));
+        CHECK(rp_block_valid(&h->key, b) && !(b->bits & RP_HDR_FREE));
         size_t want = rp_align_up(16 + n, 16);
         if (want < 32)
             want = 32;

@@ -14,7 +14,7 @@
 #include "malloc_stats.h"
 #include "src/options.h"
 #include "rampart_malloc.h"
-#include "src/secret.h"
+#include "src/header_mac.h"
 #include "thread_cache.h"
 #include "transfer_cache.h"
 
@@ -27,9 +27,9 @@ static unsigned narenas = 1;
 static unsigned next_arena;            /* atomic round-robin counter */
 static pthread_mutex_t arenas_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* One block-check secret for every arena (A3), so free() can validate a block header
- * without first loading the block's heap. */
-static uint64_t arena_secret;
+/* One block-check key for every arena (A3), so free() can validate a block header without
+ * first loading the block's heap. In the library's data, never in a region or a block. */
+static rp_mac_key arena_key;
 
 static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
 static int ready;                      /* atomic: set-up complete */
@@ -88,7 +88,7 @@ static rp_heap *arena_create_locked(unsigned i)
     if (!h)
         return NULL;
     /* Before publication (A1) and before the heap has written any header or region. */
-    h->secret = arena_secret;
+    h->key = arena_key;
     h->flags |= RP_HEAP_MALLOC_ARENA;
     rp_xfer_init(&arena_xfers[i], transfer_cap());
     h->malloc_state = &arena_xfers[i];
@@ -117,7 +117,7 @@ int rp_malloc_init(void)
         const rp_options *o = rp_options_get();
         unsigned n = o->arenas ? o->arenas : 4 * usable_cpus();
         narenas = n > RP_MAX_ARENAS ? RP_MAX_ARENAS : n;
-        arena_secret = rp_secret_new((uint64_t)(uintptr_t)&arena_secret);
+        arena_key = rp_mac_key_new((uint64_t)(uintptr_t)&arena_key);
         /* Before the first arena, which gets a pool only if the space exists. Without it
          * (debug flavour, cache_bytes=0, the OS refusing) small blocks are span blocks. */
         (void)rp_ms_setup();
@@ -166,7 +166,7 @@ rp_heap *rp_arena_get(unsigned i)
 
 unsigned rp_arena_count(void) { return narenas; }
 
-uint64_t rp_arena_secret(void) { return arena_secret; }
+const rp_mac_key *rp_arena_key(void) { return &arena_key; }
 
 void rp_arena_fork_prepare(void)
 {

@@ -10,7 +10,7 @@
  *   A1  arenas[i] is NULL or a heap with RP_HEAP_MALLOC_ARENA, published (release) after the
  *       flag was set; arenas[i] is never changed once set; i < narenas;
  *   A2  arena 0 exists once rp_malloc_init() has returned 1;
- *   A3  every arena's secret (the key of its block check words) is rp_arena_secret(). */
+ *   A3  every arena's key (the key of its block check words) is *rp_arena_key(). */
 #ifndef RP_ARENA_H
 #define RP_ARENA_H
 
@@ -44,8 +44,8 @@ rp_heap *rp_arena_for_thread(void);
 /* Arena i (0 <= i < RP_MAX_ARENAS), or NULL if not created. */
 rp_heap *rp_arena_get(unsigned i);
 
-/* The block-check secret all arenas share (A3); valid once an arena exists. */
-uint64_t rp_arena_secret(void);
+/* The block-check key all arenas share (A3); valid once an arena exists. */
+const rp_mac_key *rp_arena_key(void);
 
 /* Number of arenas threads are spread over (the `arenas` option or its default). */
 unsigned rp_arena_count(void);

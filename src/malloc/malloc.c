@@ -225,7 +225,7 @@ static inline size_t arena_span_block(rp_region *r, const void *p)
     rp_page *d = rp_page_of(r, p);
     if (d->state != RP_PAGE_SPAN && d->state != RP_PAGE_SPAN_TAIL)
         return 0;
-    return rp_header_live_size(h->secret, rp_block_of_user(p));
+    return rp_header_live_size(&h->key, rp_block_of_user(p));
 }
 
 /* The head descriptor of the live page-tier block of a malloc arena whose user pointer (its
@@ -429,7 +429,7 @@ static RP_NOINLINE void free_slow(void *p)
             tc = rp_tc_get_slow();
         rp_page *d = rp_page_of(r, p);
         if ((d->state == RP_PAGE_SPAN || d->state == RP_PAGE_SPAN_TAIL) && ((uintptr_t)p & (RP_GRANULE - 1)) == 0) {
-            size_t size = rp_header_live_size(r->heap->secret, rp_block_of_user(p));
+            size_t size = rp_header_live_size(&r->heap->key, rp_block_of_user(p));
             if (size && tc) {
                 free_span_block(tc, p, size);
                 return;
@@ -482,8 +482,8 @@ static RP_NOINLINE void free_page_aligned(void *p)
 /* A 16-byte aligned pointer outside the slab space whose header would lie in its own page (it
  * is not page aligned), examined at its call: if its page belongs to a span of a malloc arena
  * (the address map says so before anything of the block is read, so a header forged outside
- * rampart's memory is never looked at) and the header in front of it is live under the secret
- * all arenas share (A3), it goes to its bin, or is reported if it is cached already;
+ * rampart's memory is never looked at) and the header in front of it is live under the key all
+ * arenas share (A3), it goes to its bin, or is reported if it is cached already;
  * everything else (other heaps' blocks, foreign and bad pointers) takes free_slow. */
 static inline __attribute__((always_inline)) void free_span_examined(rp_tcache *tc, void *p)
 {
@@ -492,7 +492,7 @@ static inline __attribute__((always_inline)) void free_span_examined(rp_tcache *
     if (RP_LIKELY(r != NULL && (r->heap->flags & RP_HEAP_MALLOC_ARENA))) {
         uint8_t state = rp_page_of(r, p)->state;
         if (RP_LIKELY((state == RP_PAGE_SPAN || state == RP_PAGE_SPAN_TAIL) &&
-                      rp_header_live(tc->secret, rp_block_of_user(p), &size))) {
+                      rp_header_live(&tc->block_key, rp_block_of_user(p), &size))) {
             free_span_block(tc, p, size);
             return;
         }

@@ -102,7 +102,7 @@ static rp_tcache *tc_create(void)
         return NULL;
     tc->map_bytes = map_bytes;
     tc->key = cache_key;
-    tc->secret = rp_arena_secret();
+    tc->block_key = *rp_arena_key();
     tc->cap = cache_cap;
     tc->room = (ptrdiff_t)cache_cap;
     tc->arena = arena;
@@ -620,7 +620,7 @@ static size_t cached_block_size(const void *p)
     rp_page *d = rp_page_of(r, p);
     if (d->state != RP_PAGE_SPAN && d->state != RP_PAGE_SPAN_TAIL)
         return 0;
-    return rp_header_live_size(r->heap->secret, rp_block_of_user(p));
+    return rp_header_live_size(&r->heap->key, rp_block_of_user(p));
 }
 
 /* T1 for one block of page bin i: a live, flagged page-tier block of an arena of i+1 pages. */

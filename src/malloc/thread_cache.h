@@ -148,7 +148,7 @@ typedef struct rp_tc_run {
 
 typedef struct rp_tcache {
     uint64_t key;            /* the process's cache key (copied for locality) */
-    uint64_t secret;         /* the arenas' block-check secret (A3 in arena.h) */
+    rp_mac_key block_key;    /* the arenas' block-check key (A3 in arena.h) */
     ptrdiff_t room;          /* T3: bytes not reserved by a class bin nor held by a page
                                 bin. Written by the owner (relaxed atomic), read by stats */
     size_t cap;              /* option cache_bytes (0: nothing is ever cached) */

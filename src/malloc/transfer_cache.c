@@ -120,7 +120,7 @@ static size_t batch_block_size(const rp_heap *h, const void *p)
     rp_page *d = rp_page_of(r, p);
     if (d->state != RP_PAGE_SPAN && d->state != RP_PAGE_SPAN_TAIL)
         return 0;
-    return rp_header_live_size(h->secret, rp_block_of_user(p));
+    return rp_header_live_size(&h->key, rp_block_of_user(p));
 }
 
 int rp_xfer_check(rp_xfer *x, rp_heap *h, char *why, size_t len)
