@@ -1,9 +1,9 @@
-/* Leak reports in the format of LeakSanitizer: live blocks grouped by allocation stack,
- * largest total first, with counts (rp_leak_report in rampart_debug.h; option leak_report for a
- * report of every heap at exit, leak_exit_code for its exit status). A "leak" is a live block —
- * not freed, not quarantined, not marked with rp_set_not_leak, not in a heap marked with
- * rp_heap_set_not_leak (the malloc drop-in's thread caches are mapped apart from the heaps);
- * rampart does not scan memory for references. */
+/* Leak reports in the format of LeakSanitizer, from a reachability scan (leak_scan.h): the
+ * blocks no root reaches, grouped by kind (direct, indirect) and allocation stack, direct
+ * leaks first, each kind largest total first, less the suppressed ones (suppressions.h).
+ * rp_leak_report in rampart_debug.h; option leak_report for a report at exit, leak_exit_code
+ * for its exit status. */
+#define _GNU_SOURCE
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,61 +12,35 @@
 #include "block_meta.h"
 #include "config.h"
 #include "debug_heap.h"
+#include "leak_scan.h"
 #include "rampart_debug.h"
 #include "report_sink.h"
 #include "sort.h"
 #include "src/locate.h"
 #include "src/os.h"
 #include "src/pagemap.h"
-#include "src/walk.h"
+#include "suppressions.h"
 #include "symbolize.h"
 
 typedef struct leak_group {
-    uint32_t stack; /* 0 = slot empty, or blocks without a recorded stack (see no_stack) */
-    uint32_t used;
+    uint32_t stack;
+    uint32_t tag;  /* RP_LEAK_DIRECT / RP_LEAK_INDIRECT; 0 = empty slot */
     size_t bytes;
     size_t count;
+    int suppression; /* index of the suppression hiding it, -1 = reported */
 } leak_group;
 
-/* Open addressing on the stack id, in scratch memory sized for every live block. */
-typedef struct leak_table {
-    leak_group *slots;
-    size_t nslots;
-    size_t map_len;
-    leak_group no_stack; /* blocks allocated while backtraces were off */
-} leak_table;
-
-static void add_leak(leak_table *t, uint32_t stack, size_t bytes)
+static size_t slot_of(uint32_t stack, uint32_t tag, size_t nslots)
 {
-    leak_group *g = &t->no_stack;
-    if (stack != 0) {
-        size_t i = (stack * 0x9e3779b1u) & (t->nslots - 1);
-        while (t->slots[i].used && t->slots[i].stack != stack)
-            i = (i + 1) & (t->nslots - 1);
-        g = &t->slots[i];
-        g->used = 1;
-        g->stack = stack;
-    }
-    g->bytes += bytes;
-    g->count++;
+    return (size_t)((stack * 0x9e3779b1u) ^ (tag * 0x85ebca6bu)) & (nslots - 1);
 }
 
-static int collect(rp_heap *h, rp_region *r, const rp_block_info *info, void *arg)
-{
-    (void)r;
-    if (info->state != RP_BLOCK_USED)
-        return 0;
-    rp_debug_meta m;
-    rp_meta_load(info->addr, &m);
-    if (m.seal == rp_meta_seal(rp_debug_secret(h), info->addr, &m) && (m.flags & RP_META_NOT_LEAK))
-        return 0;
-    add_leak(arg, info->alloc_stack, info->requested);
-    return 0;
-}
-
-static int larger_first(const void *a, const void *b)
+/* Whether group a is printed before group b: direct leaks first, then the larger total. */
+static int bigger_first(const void *a, const void *b)
 {
     const leak_group *x = a, *y = b;
+    if (x->tag != y->tag)
+        return x->tag < y->tag;
     if (x->bytes != y->bytes)
         return x->bytes > y->bytes;
     if (x->count != y->count)
@@ -74,62 +48,138 @@ static int larger_first(const void *a, const void *b)
     return x->stack < y->stack;
 }
 
-size_t rp_leak_report(rp_heap *h, int fd)
+/* Groups the leaked blocks of scan s (of heap `only`, or all) and prints them to fd. Returns
+ * the number of leaked blocks reported. */
+static size_t report(const rp_leak_scan *s, rp_heap *only, int fd)
 {
-    h = rp_heap_resolve(h);
-    if (!h)
+    size_t leaked = 0;
+    for (size_t i = 0; i < s->n; i++)
+        if ((s->blocks[i].tag == RP_LEAK_DIRECT || s->blocks[i].tag == RP_LEAK_INDIRECT) &&
+            (!only || s->blocks[i].heap == only))
+            leaked++;
+    if (!leaked)
         return 0;
-    leak_table t = {0};
-    rp_lock_acquire(&h->lock);
-    rp_debug_heap *d = rp_debug_of(h);
-    if (d && d->not_leak) {
-        rp_lock_release(&h->lock);
+    size_t nslots = (size_t)1 << rp_ceil_log2(2 * leaked + 2);
+    size_t map_len = rp_align_up(nslots * sizeof(leak_group), RP_OS_PAGE);
+    leak_group *g = rp_os_scratch_map(map_len);
+    if (!g)
         return 0;
+    for (size_t i = 0; i < s->n; i++) {
+        const rp_leak_block *b = &s->blocks[i];
+        if ((b->tag != RP_LEAK_DIRECT && b->tag != RP_LEAK_INDIRECT) || (only && b->heap != only))
+            continue;
+        size_t k = slot_of(b->stack, b->tag, nslots);
+        while (g[k].tag && (g[k].tag != b->tag || g[k].stack != b->stack))
+            k = (k + 1) & (nslots - 1);
+        g[k].tag = b->tag;
+        g[k].stack = b->stack;
+        g[k].bytes += b->hi - b->lo;
+        g[k].count++;
     }
-    size_t want = 2 * h->blocks_in_use + 2;
-    t.nslots = (size_t)1 << rp_ceil_log2(want < 64 ? 64 : want);
-    t.map_len = rp_align_up(t.nslots * sizeof(leak_group), RP_OS_PAGE);
-    t.slots = rp_os_scratch_map(t.map_len);
-    if (!t.slots) {
-        rp_lock_release(&h->lock);
-        errno = ENOMEM;
-        return 0;
-    }
-    rp_walk_locked(h, collect, &t, NULL, 0);
-    rp_lock_release(&h->lock);
-
-    /* Compact the groups to the front, put the stackless group last among them, sort. */
     size_t n = 0;
-    for (size_t i = 0; i < t.nslots; i++)
-        if (t.slots[i].used)
-            t.slots[n++] = t.slots[i];
-    if (t.no_stack.count)
-        t.slots[n++] = t.no_stack;
-    rp_sort(t.slots, n, sizeof(leak_group), larger_first);
+    for (size_t k = 0; k < nslots; k++)
+        if (g[k].tag)
+            g[n++] = g[k];
+    rp_sort(g, n, sizeof *g, bigger_first);
 
     size_t blocks = 0, bytes = 0;
     for (size_t i = 0; i < n; i++) {
-        blocks += t.slots[i].count;
-        bytes += t.slots[i].bytes;
+        uintptr_t frames[RP_STACK_MAX_FRAMES];
+        unsigned nf = rp_depot_get(g[i].stack, frames, RP_STACK_MAX_FRAMES);
+        g[i].suppression = rp_suppression_match(frames, nf);
+        if (g[i].suppression >= 0) {
+            rp_suppression_used(g[i].suppression, g[i].count, g[i].bytes);
+            continue;
+        }
+        blocks += g[i].count;
+        bytes += g[i].bytes;
     }
+    rp_sink_buf b;
+    rp_sink_begin(&b, fd >= 0 ? fd : rp_sink_fd());
     if (blocks) {
-        rp_sink_buf b;
-        rp_sink_begin(&b, fd >= 0 ? fd : rp_sink_fd());
         rp_sink_printf(&b, "\n=================================================================\n");
-        rp_sink_printf(&b, "==%ld==ERROR: rampart: detected memory leaks in heap '%s'\n", (long)getpid(), h->name);
+        if (only)
+            rp_sink_printf(&b, "==%ld==ERROR: rampart: detected memory leaks in heap '%s'\n", (long)getpid(),
+                           only->name);
+        else
+            rp_sink_printf(&b, "==%ld==ERROR: rampart: detected memory leaks\n", (long)getpid());
         for (size_t i = 0; i < n; i++) {
-            rp_sink_printf(&b, "\nLeak of %zu byte(s) in %zu object(s) allocated from:\n", t.slots[i].bytes,
-                           t.slots[i].count);
+            if (g[i].suppression >= 0)
+                continue;
+            rp_sink_printf(&b, "\n%s leak of %zu byte(s) in %zu object(s) allocated from:\n",
+                           g[i].tag == RP_LEAK_DIRECT ? "Direct" : "Indirect", g[i].bytes, g[i].count);
             char text[RP_STACK_MAX_FRAMES * 200];
-            size_t k = rp_symbolize_stack(t.slots[i].stack, text, sizeof text);
+            size_t k = rp_symbolize_stack(g[i].stack, text, sizeof text);
             rp_sink_puts(&b, text, k);
         }
-        rp_sink_printf(&b, "\nSUMMARY: rampart: %zu byte(s) leaked in %zu allocation(s) (heap '%s').\n", bytes,
-                       blocks, h->name);
-        rp_sink_flush(&b);
+        rp_sink_printf(&b, "\n");
     }
-    rp_os_scratch_unmap(t.slots, t.map_len);
+    rp_suppressions_print_used(&b);
+    if (blocks) {
+        if (only)
+            rp_sink_printf(&b, "SUMMARY: rampart: %zu byte(s) leaked in %zu allocation(s) (heap '%s').\n", bytes,
+                           blocks, only->name);
+        else
+            rp_sink_printf(&b, "SUMMARY: rampart: %zu byte(s) leaked in %zu allocation(s).\n", bytes, blocks);
+    }
+    rp_sink_flush(&b);
+    rp_os_scratch_unmap(g, map_len);
     return blocks;
+}
+
+static void warn_scan(const rp_leak_scan *s, int fd)
+{
+    rp_sink_buf b;
+    rp_sink_begin(&b, fd >= 0 ? fd : rp_sink_fd());
+    if (s->failed)
+        rp_sink_printf(&b, "rampart: leak check not possible (no /proc/self, or no memory for its tables)\n");
+    else if (s->not_stopped)
+        rp_sink_printf(&b,
+                       "rampart: leak check: %zu thread(s) did not stop; every writable mapping was scanned in "
+                       "their place (leaks may be missed)\n",
+                       s->not_stopped);
+    rp_sink_flush(&b);
+}
+
+/* The scan and the report, from an entry point whose frame starts at caller_sp. */
+static __attribute__((noinline)) size_t check(rp_heap *only, int fd, uintptr_t caller_sp)
+{
+    rp_leak_scan s;
+    rp_leak_scan_run(&s, caller_sp, NULL, 0);
+    if (s.failed || s.not_stopped)
+        warn_scan(&s, fd);
+    size_t n = s.failed ? 0 : report(&s, only, fd);
+    rp_leak_scan_free(&s);
+    return n;
+}
+
+/* Entry points scan the program's stack from their caller's frame up. Their own frame may
+ * hold stale copies of pointers the scan looks for (left there by earlier calls at the same
+ * depth), so it is left out — except the caller's callee-saved registers, which
+ * __builtin_unwind_init makes the prologue push right below the return address (x86-64: at most
+ * rbp, rbx, r12-r15), where nothing stale can be. Elsewhere the scan starts at a local of the
+ * entry point. */
+#if defined(__x86_64__)
+#define CALLER_SP()                                                                                                    \
+    __extension__({                                                                                                    \
+        __builtin_unwind_init();                                                                                       \
+        (uintptr_t)__builtin_dwarf_cfa() - 8 * sizeof(uintptr_t);                                                      \
+    })
+#else
+#define CALLER_SP()                                                                                                    \
+    __extension__({                                                                                                    \
+        __builtin_unwind_init();                                                                                       \
+        volatile uintptr_t marker_ = 0;                                                                                \
+        (uintptr_t)&marker_;                                                                                           \
+    })
+#endif
+
+__attribute__((noinline)) size_t rp_leak_report(rp_heap *h, int fd)
+{
+    uintptr_t sp = CALLER_SP();
+    if (h && !rp_heap_resolve(h))
+        return 0;
+    return check(h, fd, sp);
 }
 
 int rp_set_not_leak(const void *p)
@@ -173,29 +223,21 @@ void rp_heap_set_not_leak(rp_heap *h, int on)
     rp_lock_release(&h->lock);
 }
 
-static void report_heap(rp_heap *h, void *arg)
+/* The report of every heap at exit, then exit status leak_exit_code if leaks were found and
+ * the option is set. Run from a destructor: after the program's exit handlers and the
+ * destructors of everything loaded after rampart (C++ statics included), which free what
+ * they own. */
+__attribute__((noinline)) static void leak_report_at_exit(void)
 {
-    size_t *leaked = arg;
-    *leaked += rp_leak_report(h, -1);
-}
-
-/* A report for every heap, then exit status leak_exit_code if any heap leaked and the option
- * is set. */
-static void leak_report_at_exit(void)
-{
-    size_t leaked = 0;
-    rp_heaps_foreach(report_heap, &leaked);
-    int code = rp_debug_config_get()->leak_exit_code;
-    if (leaked && code) {
+    uintptr_t sp = CALLER_SP();
+    const rp_debug_config *cfg = rp_debug_config_get();
+    if (!cfg->leak_report)
+        return;
+    size_t leaked = check(NULL, -1, sp);
+    if (leaked && cfg->leak_exit_code) {
         fflush(NULL);
-        _exit(code);
+        _exit(cfg->leak_exit_code);
     }
 }
 
-/* At load time, not when the first heap is created (inside the first malloc, where atexit,
- * which may allocate, must not run); handlers registered this early run after the program's. */
-__attribute__((constructor)) static void register_leak_report(void)
-{
-    if (rp_debug_config_get()->leak_report)
-        atexit(leak_report_at_exit);
-}
+__attribute__((destructor)) static void leak_check_destructor(void) { leak_report_at_exit(); }

@@ -32,18 +32,28 @@
 extern "C" {
 #endif
 
-/* Writes a leak report for heap h (NULL = the default heap) to fd (negative = the report
- * destination, report_path): the live blocks, except those marked with rp_set_not_leak or in a
- * heap marked with rp_heap_set_not_leak, grouped by allocation stack, largest total first, in
- * the format LeakSanitizer users know:
+/* Looks for leaks as LeakSanitizer does and writes a report to fd (negative = the report
+ * destination, report_path): every other thread is stopped (a real-time signal, SIGRTMAX-3),
+ * the roots are scanned for pointers into live blocks — the writable segments of every loaded
+ * module, every thread's stack and registers, TLS and the loader's thread vectors — and every
+ * block reached is scanned in turn (a pointer anywhere inside a block keeps it). A live block
+ * of heap h (NULL = every heap) that nothing reaches is leaked: "indirect" when another leaked
+ * block points to it, "direct" otherwise. Blocks marked with rp_set_not_leak, the blocks of
+ * heaps marked with rp_heap_set_not_leak and blocks the dynamic loader allocated are reachable
+ * by design, and so is what they point to; leaks whose allocation stack matches a line of the
+ * suppressions file (option suppressions, LeakSanitizer's leak:PATTERN format) are left out
+ * and counted under "Suppressions used". Groups by kind and allocation stack, direct first,
+ * largest total first:
  *
- *   Leak of 300 byte(s) in 3 object(s) allocated from:
+ *   Direct leak of 300 byte(s) in 3 object(s) allocated from:
  *       #0 0x55d0c0a1b2c3 in load_config+0x33 (/usr/bin/prog+0x2c3)
  *       ...
- *   SUMMARY: rampart: 316 byte(s) leaked in 5 allocation(s) (heap 'default').
+ *   Indirect leak of 60 byte(s) in 3 object(s) allocated from:
+ *       ...
+ *   SUMMARY: rampart: 360 byte(s) leaked in 6 allocation(s).
  *
- * Writes nothing when there is no leak. Returns the number of leaked blocks. Does not allocate
- * from any rampart heap. */
+ * Writes nothing when there is no leak. Returns the number of leaked blocks reported. Does not
+ * allocate from any rampart heap; every heap is locked while the threads are stopped. */
 size_t rp_leak_report(rp_heap *h, int fd);
 
 /* Marks the live block p as reachable by design: leak reports leave it out. Returns 0, or -1

@@ -7,6 +7,21 @@
 
 #include "rampart_debug.h"
 
+void rp_symbolize_pc(uintptr_t pc, rp_frame_info *out)
+{
+    memset(out, 0, sizeof *out);
+    Dl_info info;
+    memset(&info, 0, sizeof info);
+    if (pc == 0 || dladdr((void *)(pc - 1), &info) == 0)
+        return;
+    out->module = info.dli_fname && info.dli_fname[0] ? info.dli_fname : NULL;
+    out->module_off = pc - (uintptr_t)info.dli_fbase;
+    if (info.dli_sname && info.dli_saddr) {
+        out->function = info.dli_sname;
+        out->function_off = pc - (uintptr_t)info.dli_saddr;
+    }
+}
+
 size_t rp_symbolize_frame(unsigned index, uintptr_t pc, char *buf, size_t len)
 {
     if (!buf || len == 0)

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-enum opt_type { OPT_SIZE, OPT_BOOL, OPT_UINT, OPT_ULONG, OPT_BYTE, OPT_ERROR_MODE, OPT_SIGNAL, OPT_PATH };
+enum opt_type { OPT_SIZE, OPT_BOOL, OPT_UINT, OPT_ULONG, OPT_BYTE, OPT_ERROR_MODE, OPT_SIGNAL, OPT_PATH, OPT_GUARD };
 
 typedef struct opt_spec {
     const char *name;
@@ -42,13 +42,16 @@ static const opt_spec specs[] = {
     {"alloc_fill", OPT_BYTE, OFF(alloc_fill), 255, "debug: byte written into fresh blocks"},
     {"free_fill", OPT_BYTE, OFF(free_fill), 255, "debug: byte written into freed blocks"},
     {"alloc_fill_max", OPT_SIZE, OFF(alloc_fill_max), (unsigned long long)1 << 46, "debug: bytes of a fresh block (from its start) written with alloc_fill"},
-    {"quarantine_bytes", OPT_SIZE, OFF(quarantine_bytes), (unsigned long long)1 << 40, "debug: freed bytes held back (FIFO) before reuse"},
+    {"quarantine_bytes", OPT_SIZE, OFF(quarantine_bytes), (unsigned long long)1 << 40, "debug: freed bytes held back (FIFO) before reuse (default 256M, at most an eighth of the RAM)"},
     {"backtrace_depth", OPT_UINT, OFF(backtrace_depth), 64, "debug: frames recorded per allocation/free stack, 0 = off"},
     {"check_interval", OPT_ULONG, OFF(check_interval), ULONG_MAX, "debug: run the heap checker every N operations, 0 = off"},
     {"on_error", OPT_ERROR_MODE, OFF(abort_on_error), 1, "debug: abort (default) or continue after a report"},
     {"leak_report", OPT_BOOL, OFF(leak_report), 1, "debug: print a leak report at exit"},
     {"leak_exit_code", OPT_UINT, OFF(leak_exit_code), 255, "debug: exit status when the exit-time leak report finds leaks, 0 = unchanged"},
     {"report_path", OPT_PATH, OFF(report_path), 0, "debug: where reports go: stderr, stdout or a file path (%p = pid; /dev/fd/N for a descriptor)"},
+    {"suppressions", OPT_PATH, OFF(suppressions), 0, "debug: file of leak suppressions (leak:PATTERN lines, LeakSanitizer's format)"},
+    {"guard", OPT_GUARD, OFF(guard), 0xffffffffull, "blocks placed against an inaccessible page, faulting at the first bad access: off, all, or sample:N (1 in N; the release drop-in samples too)"},
+    {"guard_left", OPT_BOOL, OFF(guard_left), 1, "guarded blocks start at a page boundary (underflows fault) instead of ending at one"},
     {"dump_signal", OPT_SIGNAL, OFF(dump_signal), 64, "signal that requests a heap dump (e.g. SIGUSR2), 0 = off"},
     {"dump_at_exit", OPT_BOOL, OFF(dump_at_exit), 1, "write a heap dump at exit"},
     {"dump_path", OPT_PATH, OFF(dump_path), 0, "dump file pattern (%p = pid, %n = sequence number)"},
@@ -268,6 +271,19 @@ static void apply(const opt_spec *sp, const char *val, size_t n, rp_options *o, 
         }
         *(int *)field = iv;
         return;
+    case OPT_GUARD:
+        if (word_is(val, n, "off") || word_is(val, n, "0")) {
+            *(unsigned long *)field = 0;
+        } else if (word_is(val, n, "all") || word_is(val, n, "1")) {
+            *(unsigned long *)field = 1;
+        } else if (n > 7 && strncasecmp(val, "sample:", 7) == 0 && parse_ull(val + 7, n - 7, &v) == 0 && v >= 1 &&
+                   v <= sp->max) {
+            *(unsigned long *)field = (unsigned long)v;
+        } else {
+            warn(w, "RAMPART_OPTIONS: bad value '%s' for %s (off, all or sample:N with N from 1 to %llu); ignored",
+                 shown, sp->name, sp->max);
+        }
+        return;
     case OPT_PATH:
         if (n == 0 || n >= RP_OPTION_PATH_MAX) {
             warn(w, "RAMPART_OPTIONS: bad value for %s (a path of 1 to %d bytes); ignored", sp->name,
@@ -294,6 +310,9 @@ int rp_options_parse(const char *text, rp_options *o, rp_option_warn_fn fn, void
     const char *p = text;
     while (*p) {
         const char *end = strchr(p, ':');
+        /* guard=sample:N holds the separator: the N is part of the value. */
+        if (end && end - p == 12 && strncasecmp(p, "guard=sample", 12) == 0)
+            end = strchr(end + 1, ':');
         size_t len = end ? (size_t)(end - p) : strlen(p);
         if (len > 0) {
             const char *eq = memchr(p, '=', len);

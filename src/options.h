@@ -11,6 +11,8 @@
 #include <stddef.h>
 
 #define RP_OPTION_PATH_MAX 256
+/* quarantine_bytes left to the debug runtime: ASan's scale, bounded by the machine's RAM. */
+#define RP_QUARANTINE_AUTO ((size_t)-1)
 
 typedef struct rp_options {
     /* malloc drop-in */
@@ -36,7 +38,8 @@ typedef struct rp_options {
     unsigned free_fill;        /* free_fill: byte for freed blocks (default 0x6b) */
     size_t alloc_fill_max;     /* alloc_fill_max: bytes of a fresh block filled with alloc_fill,
                                   from its start (default 1M; a 4 GiB block is not written) */
-    size_t quarantine_bytes;   /* quarantine_bytes: freed bytes held back FIFO (default 4M) */
+    size_t quarantine_bytes;   /* quarantine_bytes: freed bytes held back FIFO (default
+                                  RP_QUARANTINE_AUTO: 256M, at most an eighth of the RAM) */
     unsigned backtrace_depth;  /* backtrace_depth: frames per stack, 0 = off (default 16, max 64) */
     unsigned long check_interval; /* check_interval: rp_heap_check every N operations, 0 = off */
     int abort_on_error;        /* on_error: abort | continue (default abort) */
@@ -45,6 +48,12 @@ typedef struct rp_options {
                                   finds leaks, 0 = leave the status alone (default 0) */
     char report_path[RP_OPTION_PATH_MAX]; /* report_path: stderr (default), stdout or a file
                                              path; %p = pid, /dev/fd/N = a descriptor */
+    char suppressions[RP_OPTION_PATH_MAX]; /* suppressions: file of leak suppressions in
+                                              LeakSanitizer's format (default "": none) */
+    unsigned long guard;       /* guard: off (0, default), all (1) or sample:N (1 in N blocks
+                                  placed against an inaccessible page) */
+    int guard_left;            /* guard_left: guarded blocks start at the page boundary (an
+                                  underflow faults) instead of ending at it (default 0) */
     /* dumps */
     int dump_signal;           /* dump_signal: signal that requests a heap dump, 0 = off */
     int dump_at_exit;          /* dump_at_exit: write a dump at exit (default 0) */

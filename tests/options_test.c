@@ -66,6 +66,18 @@ int main(void)
     CHECK(rp_options_parse("mapped_block_bytes=0", &m, record, &n) == 0 && m.mapped_block_bytes == 0);
     CHECK(rp_options_parse("mapped_block_bytes=lots", &m, record, &n) == 1 && m.mapped_block_bytes == 0 &&
           strstr(last, "mapped_block_bytes"));
+    /* suppressions: a path; guard: off, all, sample:N (its ':' is part of the value). */
+    CHECK(m.suppressions[0] == 0 && m.guard == 0 && m.guard_left == 0);
+    n = 0;
+    CHECK(rp_options_parse("suppressions=/tmp/s.txt:guard=all:guard_left=1", &m, record, &n) == 0 &&
+          strcmp(m.suppressions, "/tmp/s.txt") == 0 && m.guard == 1 && m.guard_left == 1);
+    CHECK(rp_options_parse("guard=sample:1000:stats=1", &m, record, &n) == 0 && m.guard == 1000 && m.stats == 1);
+    CHECK(rp_options_parse("guard=sample:100", &m, record, &n) == 0 && m.guard == 100);
+    CHECK(rp_options_parse("guard=off", &m, record, &n) == 0 && m.guard == 0);
+    CHECK(rp_options_parse("guard=sample:0", &m, record, &n) == 1 && m.guard == 0 && strstr(last, "guard"));
+    CHECK(rp_options_parse("guard=sample", &m, record, &n) == 1 && m.guard == 0);
+    CHECK(rp_options_parse("guard=sample:x:stats=0", &m, record, &n) == 1 && m.guard == 0 && m.stats == 0);
+    CHECK(rp_options_parse("guard=sometimes", &m, record, &n) == 1 && m.guard == 0);
     n = 0;
     rp_options_parse("leak_exit_code=256", &o, record, &n);
     CHECK(n == 1 && strstr(last, "leak_exit_code") && o.leak_exit_code == 23);
