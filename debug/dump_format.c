@@ -138,6 +138,7 @@ void rpd_process_encode(const rpd_process *p, uint8_t out[RPD_PROCESS_BYTES])
     rpd_put32(out + 24, p->reason);
     rpd_put32(out + 28, p->page_size);
     put_text(out + 32, RPD_EXE_BYTES, p->exe);
+    rpd_put32(out + 288, p->time_ns);
 }
 
 void rpd_process_decode(const uint8_t in[RPD_PROCESS_BYTES], rpd_process *p)
@@ -148,6 +149,7 @@ void rpd_process_decode(const uint8_t in[RPD_PROCESS_BYTES], rpd_process *p)
     p->reason = rpd_get32(in + 24);
     p->page_size = rpd_get32(in + 28);
     get_text(p->exe, RPD_EXE_BYTES, in + 32);
+    p->time_ns = rpd_get32(in + 288);
 }
 
 /* The heap record's counters, in their order in the file (offset 72 onwards). */

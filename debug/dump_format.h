@@ -1,4 +1,4 @@
-/* The rampart heap dump format, version 1.0 — see debug/DUMP_FORMAT.md for the prose.
+/* The rampart heap dump format, version 1.2 — see debug/DUMP_FORMAT.md for the prose.
  *
  * This file holds the format itself: constants, the record layouts with their encoders and
  * decoders, and the checksum (CRC-32C). The writer (debug/dump_writer.c) and the reader
@@ -28,7 +28,7 @@
 #define RPD_END_MAGIC "\x89RPDEND\n"
 #define RPD_MAGIC_BYTES 8
 #define RPD_VERSION_MAJOR 1        /* readers refuse a newer major version */
-#define RPD_VERSION_MINOR 1        /* minor versions only append fields / add section types */
+#define RPD_VERSION_MINOR 2        /* minor versions only append fields / add section types */
 #define RPD_BYTE_ORDER_LITTLE 1
 
 #define RPD_HEADER_BYTES 32
@@ -107,7 +107,10 @@ typedef struct rpd_process {
     uint32_t reason;    /* RPD_REASON_* */
     uint32_t page_size;
     char exe[RPD_EXE_BYTES]; /* NUL-terminated after decoding */
+    uint32_t time_ns;   /* 1.2: nanoseconds within `time` (bytes 288..291, reserved before);
+                           the reader sets RPD_UNRECORDED_NS for older dumps */
 } rpd_process;
+#define RPD_UNRECORDED_NS UINT32_MAX
 
 #define RPD_HEAP_BYTES 368     /* written since 1.1 */
 #define RPD_HEAP_BYTES_1_0 360 /* the 1.0 record, without purge_delay_ms; readers accept both */

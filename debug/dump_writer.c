@@ -73,7 +73,10 @@ static void write_process(dump_session *s, unsigned reason, uint64_t sequence)
     rpd_process p;
     memset(&p, 0, sizeof p);
     p.pid = (uint64_t)getpid();
-    p.time = (uint64_t)time(NULL);
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    p.time = (uint64_t)now.tv_sec;
+    p.time_ns = (uint32_t)now.tv_nsec;
     p.sequence = sequence;
     p.reason = reason;
     p.page_size = RP_PAGE_SIZE;

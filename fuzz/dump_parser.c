@@ -1,6 +1,7 @@
 /* dump_parser: arbitrary bytes into rpdump's reader (tools/rpdump: dump_parser.c,
  * parse_buffer.c, dump_check.c) and, for every dump it accepts, into the subcommands
- * themselves (summary, blocks, sites, check, diff, map, text and --json), in process.
+ * themselves (summary, blocks, sites and sites --folded, check, diff, pprof, timeline, map,
+ * flame; text and --json), in process.
  *
  * Each input is parsed as given, then as a copy whose checksums dump_repair.h rewrites, so
  * mutations of real dumps get past the CRCs to the checks behind them.
@@ -15,7 +16,8 @@
  *     parse_buffer counted some, diff of the dump against itself finding nothing grown;
  *   - the commands' output, text or JSON, carries no control character from the dump (names
  *     and paths are hostile: they must be cleaned or escaped, not sent to a terminal).
- * Symbolisation is off (--symbolizer none: no subprocess); map writes its SVG to /dev/null;
+ * Symbolisation is off (--symbolizer none: no subprocess); map, flame and timeline write
+ * their SVGs to /dev/null;
  * standard output goes to a checking sink for the duration.
  * A violated expectation prints what and where, then aborts: libFuzzer records the input. */
 #define _GNU_SOURCE
@@ -81,8 +83,8 @@ static void expect_command(int rc, const char *command, int json)
            json ? " --json" : "", out.bad, out.bad_at);
 }
 
-/* Every command, text and JSON; map (its pixel work does not depend on the dump's bytes,
- * and costs most) once, at its narrowest. */
+/* Every command, text and JSON; the pictures (map's pixel work does not depend on the
+ * dump's bytes, and costs most) once, at their narrowest. */
 static void run_commands(rpd_input *in, const char *heap, size_t violations)
 {
     rpd_options o;
@@ -104,10 +106,27 @@ static void run_commands(rpd_input *in, const char *heap, size_t violations)
         EXPECT(heap || (rc == RPDUMP_FOUND) == (violations > 0), "rpdump check exits %d, the parser counted %zu violations",
                rc, violations);
         expect_command(cmd_diff(in, in, &o), "diff", json);
+        rpd_input twice[2];
+        memcpy(&twice[0], in, sizeof *in);
+        memcpy(&twice[1], in, sizeof *in);
+        o.limit = 5;
+        expect_command(cmd_timeline(twice, 2, &o), "timeline", json);
+        o.limit = 0;
+        if (!json) {
+            o.folded = 1;
+            expect_command(cmd_sites(in, &o), "sites --folded", json);
+            o.folded = 0;
+            for (o.symbols = 0; o.symbols < 2; o.symbols++)
+                expect_command(cmd_pprof(in, &o), o.symbols ? "pprof --symbols" : "pprof", json);
+            o.symbols = 0;
+        }
     }
     if (!heap) {
+        o.json = 0;
         o.output = "/dev/null";
         expect_command(cmd_map(in, &o), "map", 0);
+        expect_command(cmd_flame(in, &o), "flame", 0);
+        expect_command(cmd_timeline(in, 1, &o), "timeline -o", 0);
     }
 }
 

@@ -1,8 +1,9 @@
 /* Dump format compatibility (debug/DUMP_FORMAT.md, "Compatibility"): this writer's files are
- * version 1.1, whose heap record ends with purge_delay_ms (368 bytes); rpdump still reads 1.0
- * files, whose heap record stops before it (360 bytes), and says the field is not recorded
- * instead of inventing a value. The same synthetic heap is written both ways, and a real
- * heap's dump carries its configured delay. */
+ * version 1.2, whose process record carries the dump time's nanoseconds and whose heap
+ * record ends with purge_delay_ms (368 bytes, since 1.1); rpdump still reads 1.1 files (no
+ * nanoseconds) and 1.0 files, whose heap record stops before purge_delay_ms (360 bytes), and
+ * says a field is not recorded instead of inventing a value. The same synthetic heap is
+ * written all three ways, and a real heap's dump carries its configured delay and a time. */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <stdio.h>
@@ -38,15 +39,24 @@ static uint32_t heap_record_bytes(const char *path)
     return bytes;
 }
 
-/* summary --json of path: its version, the heap's purge delay ("null" when not recorded) and
- * live blocks. */
-static void check_summary(const char *path, const char *version, const char *delay, uint64_t live_blocks)
+/* The JSON text of v (a number or null). */
+static const char *number_or_null(const jv *v)
+{
+    return !v ? "(missing)" : v->type == JV_NULL ? "null" : v->type == JV_NUMBER ? v->text : "(not a number)";
+}
+
+/* summary --json of path: its version, the dump's nanoseconds (NULL: any number), the
+ * heap's purge delay ("null" when not recorded) and live blocks. */
+static void check_summary(const char *path, const char *version, const char *time_ns, const char *delay,
+                          uint64_t live_blocks)
 {
     tool_run r;
     jv *v = rpdump_json(&r, "summary", "--json", path, NULL);
     CHECKF(r.status == 0, "summary of %s: status %d: %s", path, r.status, r.err);
     REQUIRE(v);
     CHECKF(!strcmp(jv_str(jv_path(v, "version")), version), "%s: version %s", path, jv_str(jv_path(v, "version")));
+    const char *ns = number_or_null(jv_path(v, "time_ns"));
+    CHECKF(time_ns ? !strcmp(ns, time_ns) : jv_path(v, "time_ns")->type == JV_NUMBER, "%s: time_ns %s", path, ns);
     const jv *d = jv_path(v, "heaps.0.config.purge_delay_ms");
     REQUIRE(d);
     const char *got = d->type == JV_NULL ? "null" : d->type == JV_NUMBER ? d->text : "(not a number)";
@@ -59,19 +69,41 @@ static void check_summary(const char *path, const char *version, const char *del
     tool_run_free(&r);
 }
 
-static void test_synthetic_1_0_and_1_1(void)
+static void test_synthetic_1_0_to_1_2(void)
 {
-    synth_dump s = {1, "compat", 42, 0x7f0000000000ull, blocks, 4, NULL, 0, NULL, 0, 0, 5000};
-    const char *now = tmp_path("compat-1.1.rpd");
+    synth_dump s = {.debug = 1, .heap_name = "compat", .pid = 42, .region_base = 0x7f0000000000ull, .blocks = blocks,
+                        .nblocks = 4, .purge_delay_ms = 5000};
+    s.time_ns = 123456789;
+    const char *now = tmp_path("compat-1.2.rpd");
     REQUIRE(synth_write(&s, now) == 0);
     CHECK(heap_record_bytes(now) == RPD_HEAP_BYTES && RPD_HEAP_BYTES == 368);
-    check_summary(now, "1.1", "5000", 3);
+    check_summary(now, "1.2", "123456789", "5000", 3);
 
+    s.version_1_1 = 1;
+    const char *v11 = tmp_path("compat-1.1.rpd");
+    REQUIRE(synth_write(&s, v11) == 0);
+    check_summary(v11, "1.1", "null", "5000", 3);
+
+    s.version_1_1 = 0;
     s.version_1_0 = 1;
     const char *old = tmp_path("compat-1.0.rpd");
     REQUIRE(synth_write(&s, old) == 0);
     CHECK(heap_record_bytes(old) == RPD_HEAP_BYTES_1_0 && RPD_HEAP_BYTES_1_0 == 360);
-    check_summary(old, "1.0", "null", 3);
+    check_summary(old, "1.0", "null", "null", 3);
+}
+
+/* A 1.2 process record with 10^9 nanoseconds or more is malformed (exit status 2). */
+static void test_bad_nanoseconds(void)
+{
+    synth_dump s = {.debug = 1, .heap_name = "compat", .pid = 42, .region_base = 0x7f0000000000ull, .blocks = blocks,
+                        .nblocks = 4, .purge_delay_ms = 5000};
+    s.time_ns = 1000000000u;
+    const char *path = tmp_path("compat-bad-ns.rpd");
+    REQUIRE(synth_write(&s, path) == 0);
+    tool_run r;
+    rpdump_run(&r, "summary", path, NULL);
+    CHECKF(r.status == 2 && strstr(r.err, "nanoseconds"), "status %d: %s", r.status, r.err);
+    tool_run_free(&r);
 }
 
 static void test_real_heap_records_its_delay(void)
@@ -90,7 +122,7 @@ static void test_real_heap_records_its_delay(void)
     close(fd);
     char version[8];
     snprintf(version, sizeof version, "%u.%u", RPD_VERSION_MAJOR, RPD_VERSION_MINOR);
-    check_summary(path, version, "1234", 1);
+    check_summary(path, version, NULL, "1234", 1);
     rp_free(p);
     rp_heap_destroy(h);
 }
@@ -99,7 +131,8 @@ int main(int argc, char **argv)
 {
     REQUIRE(argc >= 2);
     rpdump_path = argv[1];
-    test_synthetic_1_0_and_1_1();
+    test_synthetic_1_0_to_1_2();
+    test_bad_nanoseconds();
     test_real_heap_records_its_delay();
     TEST_MAIN_END();
 }

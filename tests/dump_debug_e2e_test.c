@@ -64,6 +64,72 @@ static int has_frame(const jv *site, const char *fn)
     return 0;
 }
 
+/* The folded line whose innermost frame is fn: its bytes, or 0. */
+static uint64_t folded_bytes(const char *out, const char *fn)
+{
+    char key[128];
+    snprintf(key, sizeof key, ";%s ", fn);
+    const char *at = strstr(out, key);
+    return at ? strtoull(at + strlen(key), NULL, 10) : 0;
+}
+
+/* google-pprof --text --inuse_objects EXE PROFILE: the flat objects of fn, or -1. */
+static long pprof_objects(const char *profile, const char *fn)
+{
+    const char *tool = find_program("google-pprof");
+    REQUIRE(tool); /* tools/setup.sh installs google-perftools */
+    char tool_path[4096], exe[4096];
+    snprintf(tool_path, sizeof tool_path, "%s", tool);
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    REQUIRE(n > 0);
+    exe[n] = 0;
+    char *argv[] = {tool_path, "--text", "--inuse_objects", exe, (char *)profile, NULL};
+    tool_run r;
+    REQUIRE(run_tool(argv, NULL, &r) == 0);
+    long objects = -1;
+    for (char *line = r.out; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+        char name[128];
+        long flat;
+        if (sscanf(line, "%ld %*s %*s %*s %*s %127s", &flat, name) == 2 && !strcmp(name, fn))
+            objects = flat;
+    }
+    if (objects < 0)
+        fprintf(stderr, "google-pprof has no %s (status %d):\n%s%s\n", fn, r.status, r.out, r.err);
+    tool_run_free(&r);
+    return objects;
+}
+
+static void test_exports(const char *dump)
+{
+    tool_run r;
+    rpdump_run(&r, "sites", "--folded", dump, NULL);
+    CHECKF(r.status == 0 && folded_bytes(r.out, "small_site") == SMALL_BLOCKS * 40 &&
+               folded_bytes(r.out, "big_site") == BIG_BLOCKS * 3000,
+           "sites --folded:\n%s", r.out);
+    tool_run_free(&r);
+
+    const char *svg = tmp_path("e2e_flame.svg"), *png = tmp_path("e2e_flame.png");
+    jv *v = rpdump_json(&r, "flame", "--json", "-o", svg, dump, NULL);
+    CHECK(v && r.status == 0 && jv_u64(jv_get(v, "total_bytes")) >= SMALL_BLOCKS * 40 + BIG_BLOCKS * 3000);
+    unsigned height = v ? (unsigned)jv_u64(jv_get(v, "height")) : 0;
+    jv_free(v);
+    tool_run_free(&r);
+    size_t len;
+    char *text = (char *)read_file(svg, &len);
+    CHECK(text && strstr(text, "<title>big_site (") && strstr(text, "29.3 KiB requested (30000 bytes)"));
+    free(text);
+    unsigned w, h;
+    size_t png_bytes;
+    CHECK(svg_render(svg, png, &w, &h, &png_bytes) == 0 && w == 1220 && h == height);
+
+    const char *profile = tmp_path("e2e.heap");
+    rpdump_run(&r, "pprof", "-o", profile, dump, NULL);
+    CHECK(r.status == 0);
+    tool_run_free(&r);
+    CHECK(pprof_objects(profile, "small_site") == SMALL_BLOCKS);
+    CHECK(pprof_objects(profile, "big_site") == BIG_BLOCKS);
+}
+
 static const jv *site_with(const jv *v, const char *fn)
 {
     const jv *sites = jv_get(v, "sites");
@@ -100,6 +166,8 @@ int main(int argc, char **argv)
     CHECK(jv_u64(jv_path(v, "sites.0.bytes")) == BIG_BLOCKS * 3000); /* ranked by bytes */
     jv_free(v);
     tool_run_free(&r);
+
+    test_exports(a);
 
     /* The leak, and churn that leaves only quarantined blocks. */
     for (int i = 0; i < LEAKS; i++)

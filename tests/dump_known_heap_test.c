@@ -241,6 +241,8 @@ static void test_one_heap(void)
         free_bytes += jv_u64(jv_get(g, "free_bytes")) + jv_u64(jv_get(g, "returned_bytes"));
     }
     CHECK(used == k.live_usable && free_bytes == fv.bytes);
+    unsigned map_w = (unsigned)jv_u64(jv_get(v, "width")), map_h = (unsigned)jv_u64(jv_get(v, "height"));
+    uint64_t shapes = jv_u64(jv_get(v, "shapes"));
     jv_free(v);
     tool_run_free(&r);
     size_t svg_len;
@@ -248,10 +250,31 @@ static void test_one_heap(void)
     CHECK(svg_text && svg_len > 100 && !memcmp(svg_text, "<?xml", 5));
     if (svg_text) {
         svg_text[svg_len - 1] = 0;
+        /* colours as classes, address ticks, the legend */
         CHECK(strstr((char *)svg_text, "class=\"u\"") && strstr((char *)svg_text, "class=\"f\"") &&
+              strstr((char *)svg_text, ">+0x0</text>") && strstr((char *)svg_text, ">free, returned to the OS<") &&
               strstr((char *)svg_text, "</svg>"));
+        /* one shape per run at most: subpaths "M" plus the background rectangles */
+        uint64_t subpaths = 0;
+        for (const char *p = (char *)svg_text; (p = strstr(p, "M")) != NULL; p++)
+            subpaths += p[1] >= '0' && p[1] <= '9';
+        CHECKF(shapes >= subpaths && shapes <= subpaths + 2 * before.regions, "%llu shapes, %llu subpaths",
+               (unsigned long long)shapes, (unsigned long long)subpaths);
     }
     free(svg_text);
+    unsigned w, ht;
+    size_t png_bytes;
+    CHECK(svg_render(svg, tmp_path("known.png"), &w, &ht, &png_bytes) == 0);
+    CHECKF(w == map_w && ht == map_h && map_w == 1024 + 92 + 20, "map rendered %ux%u, announced %ux%u", w, ht, map_w,
+           map_h);
+    /* a narrow picture: the legend wraps instead of overlapping, and it still renders */
+    v = rpdump_json(&r, "map", "--json", "--width", "200", "-o", svg, path, NULL);
+    CHECK(v && r.status == 0);
+    unsigned narrow_h = v ? (unsigned)jv_u64(jv_get(v, "height")) : 0;
+    jv_free(v);
+    tool_run_free(&r);
+    CHECK(svg_render(svg, tmp_path("narrow.png"), &w, &ht, &png_bytes) == 0 && w == 200 + 92 + 20 &&
+          ht == narrow_h);
     rpdump_run(&r, "map", path, NULL);
     CHECK(r.status == 64 && strstr(r.err, "map needs -o"));
     tool_run_free(&r);

@@ -77,13 +77,18 @@ int main(int argc, char **argv)
     printf("1M-block heap built and dumped (%ld KiB) in %.2f s; rpdump on a tiny dump peaks at %ld KiB\n", dump_kb,
            t_dump, base_kb);
 
-    const char *svg = tmp_path("million.svg");
+    const char *svg = tmp_path("million.svg"), *flame = tmp_path("million_flame.svg");
+    const char *heap = tmp_path("million.heap"), *chart = tmp_path("million_chart.svg");
     const char *commands[][6] = {
         {"summary", "--json", path, NULL},
         {"check", path, NULL},
         {"sites", "--json", path, NULL},
+        {"sites", "--folded", path, NULL},
         {"blocks", "--json", "--state", "quarantined", path, NULL},
         {"map", "-o", svg, path, NULL},
+        {"flame", "-o", flame, path, NULL},
+        {"pprof", "-o", heap, path, NULL},
+        {"timeline", "-o", chart, path, path},
     };
     for (size_t c = 0; c < sizeof commands / sizeof commands[0]; c++) {
         t0 = now();
@@ -102,12 +107,14 @@ int main(int argc, char **argv)
             CHECK(v && jv_u64(jv_path(v, "heaps.0.free.blocks")) >= BLOCKS / 4);
             jv_free(v);
         }
-        if (!strcmp(commands[c][0], "sites")) {
+        if (!strcmp(commands[c][0], "sites") && !strcmp(commands[c][1], "--json")) {
             char err[200];
             jv *v = jv_parse(r.out, err, sizeof err);
             CHECK(v && jv_u64(jv_path(v, "sites.0.blocks")) == live);
             jv_free(v);
         }
+        if (!strcmp(commands[c][1], "--folded")) /* release: one stackless line */
+            CHECKF(!strncmp(r.out, "(no stack) ", 11) && !strchr(r.out, ';'), "%.200s", r.out);
         tool_run_free(&r);
     }
     rp_heap_destroy(tiny);

@@ -233,7 +233,8 @@ static void test_stacks(void)
 {
     synth_stack stacks[2] = {{5, 2, {0x1000, 0x2000}}, {6, 1, {0x3000}}};
     synth_block blocks[1] = {{16, RPD_STATE_USED, 5}};
-    synth_dump s = {1, "s", 1, 0x10000000, blocks, 1, stacks, 2, NULL, 0, 0, 0};
+    synth_dump s = {.debug = 1, .heap_name = "s", .pid = 1, .region_base = 0x10000000, .blocks = blocks, .nblocks = 1,
+                        .stacks = stacks, .nstacks = 2};
     const char *path = tmp_path("stacks.rpd");
     REQUIRE(synth_write(&s, path) == 0);
     size_t len;

@@ -63,7 +63,8 @@ static void write_view(const process_view *pv, int n_alloc, int n_raw, uint64_t 
     synth_block blocks[64];
     make_stacks(pv, st, &map);
     size_t n = make_blocks(pv, blocks, n_alloc, n_raw);
-    synth_dump s = {1, "app", pid, pv->region_base, blocks, n, st, 3, &map, 1, 0, 0};
+    synth_dump s = {.debug = 1, .heap_name = "app", .pid = pid, .region_base = pv->region_base, .blocks = blocks,
+                        .nblocks = n, .stacks = st, .nstacks = 3, .maps = &map, .nmaps = 1};
     REQUIRE(synth_write(&s, path) == 0);
 }
 
@@ -141,7 +142,8 @@ static void test_sites(void)
     synth_mapping map;
     make_stacks(&a, st, &map);
     synth_block blocks[] = {{10, RPD_STATE_USED, 7}, {10, RPD_STATE_USED, 99}};
-    synth_dump s = {1, "app", 1, a.region_base, blocks, 2, st, 3, &map, 1, 0, 0};
+    synth_dump s = {.debug = 1, .heap_name = "app", .pid = 1, .region_base = a.region_base, .blocks = blocks,
+                        .nblocks = 2, .stacks = st, .nstacks = 3, .maps = &map, .nmaps = 1};
     const char *unknown = tmp_path("unknown.rpd");
     REQUIRE(synth_write(&s, unknown) == 0);
     v = rpdump_json(&r, "sites", "--json", unknown, NULL);
@@ -205,6 +207,55 @@ static void test_diff(void)
     rpdump_run(&r, "diff", pa, NULL);
     CHECK(r.status == 64);
     tool_run_free(&r);
+}
+
+/* A dump of "program" exe whose main executable's mapping carries build-id byte `id` (0: the
+ * dump has no mapping for the executable). */
+static void write_program(const char *path, const char *exe, uint8_t id)
+{
+    synth_stack st = {5, 1, {0x400100}};
+    synth_mapping m = {0x400000, 0x500000, 0, exe, &id, 1};
+    synth_block blocks[] = {{10, RPD_STATE_USED, 5}};
+    synth_dump s = {.debug = 1, .heap_name = "app", .pid = 1, .region_base = 0x10000000, .blocks = blocks,
+                    .nblocks = 1, .stacks = &st, .nstacks = 1, .maps = &m, .nmaps = id ? 1 : 0, .exe = exe};
+    REQUIRE(synth_write(&s, path) == 0);
+}
+
+/* diff warns when its dumps come from different programs: build-ids decide when both dumps
+ * have them (one build installed under two paths is one program), else the paths. */
+static void test_diff_programs(void)
+{
+    static const struct {
+        const char *exe_a, *exe_b;
+        uint8_t id_a, id_b;
+        int same;
+    } cases[] = {
+        {"/opt/a/app", "/opt/b/app", 0xaa, 0xaa, 1}, /* same build, two paths */
+        {"/opt/app", "/opt/app", 0xaa, 0xbb, 0},     /* rebuilt in place */
+        {"/opt/app", "/opt/app", 0, 0, 1},           /* no build-ids: the paths agree */
+        {"/opt/app", "/opt/other", 0, 0, 0},
+    };
+    const char *pa = tmp_path("prog_a.rpd"), *pb = tmp_path("prog_b.rpd");
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        write_program(pa, cases[i].exe_a, cases[i].id_a);
+        write_program(pb, cases[i].exe_b, cases[i].id_b);
+        tool_run r;
+        jv *v = rpdump_json(&r, "diff", "--json", pa, pb, NULL);
+        REQUIRE(v);
+        int warned = strstr(r.err, "rpdump: warning: the dumps come from different programs") != NULL;
+        CHECKF(r.status == 0 && jv_get(v, "same_program")->boolean == cases[i].same && warned == !cases[i].same &&
+                   jv_len(jv_get(v, "warnings")) == (size_t)!cases[i].same,
+               "case %zu: status %d, same_program %d, stderr: %s", i, r.status, jv_get(v, "same_program")->boolean,
+               r.err);
+        jv_free(v);
+        tool_run_free(&r);
+        rpdump_run(&r, "diff", pa, pb, NULL);
+        CHECK(r.status == 0 && (strstr(r.out, "warning: the dumps come from different programs") != NULL) ==
+                                   !cases[i].same);
+        if (cases[i].id_b == 0xbb)
+            CHECKF(strstr(r.out, "build-id aa;") && strstr(r.out, "build-id bb)"), "%s", r.out);
+        tool_run_free(&r);
+    }
 }
 
 /* Symbolisation: a synthetic stack made of this program's own functions, with the mapping a
@@ -303,7 +354,8 @@ static void test_symbolize(void)
     synth_mapping m = {mi->m.start, mi->m.end, mi->m.load_bias, mi->path, mi->build_id, mi->m.build_id_len};
     synth_stack st = {3, 2, {pc_site, pc_main}};
     synth_block blocks[] = {{77, RPD_STATE_USED, 3}};
-    synth_dump s = {1, "sym", 1, 0x10000000, blocks, 1, &st, 1, &m, 1, 0, 0};
+    synth_dump s = {.debug = 1, .heap_name = "sym", .pid = 1, .region_base = 0x10000000, .blocks = blocks,
+                        .nblocks = 1, .stacks = &st, .nstacks = 1, .maps = &m, .nmaps = 1};
     const char *path = tmp_path("sym.rpd");
     REQUIRE(synth_write(&s, path) == 0);
     tool_run r;
@@ -377,6 +429,7 @@ int main(int argc, char **argv)
     rpdump_path = argv[1];
     test_sites();
     test_diff();
+    test_diff_programs();
     test_build_id_recorded();
     test_symbolize();
     test_diff_live_heap();

@@ -48,9 +48,11 @@ int synth_write(const synth_dump *s, const char *path)
     rpd_process p;
     memset(&p, 0, sizeof p);
     p.pid = s->pid;
-    p.time = 1700000000;
+    p.time = s->time ? s->time : 1700000000;
+    p.time_ns = s->version_1_0 || s->version_1_1 ? 0 : s->time_ns;
+    p.sequence = s->sequence;
     p.page_size = PAGE;
-    strcpy(p.exe, "/synthetic/program");
+    snprintf(p.exe, sizeof p.exe, "%s", s->exe ? s->exe : "/synthetic/program");
     uint8_t praw[RPD_PROCESS_BYTES];
     rpd_process_encode(&p, praw);
     rpd_enc_begin(&e, RPD_SEC_PROCESS, RPD_NO_HEAP, RPD_PROCESS_BYTES);
@@ -214,15 +216,15 @@ int synth_write(const synth_dump *s, const char *path)
     }
     rpd_enc_end(&e);
     int rc = rpd_enc_finish(&e);
-    if (rc == 0 && s->version_1_0) {
-        /* The encoder writes the current minor version: patch the header to 1.0 (its CRC
-         * covers bytes 0..27). */
+    if (rc == 0 && (s->version_1_0 || s->version_1_1)) {
+        /* The encoder writes the current minor version: patch the header to 1.0 or 1.1 (its
+         * CRC covers bytes 0..27). */
         uint8_t raw[RPD_HEADER_BYTES];
         rpd_header hd;
         if (pread(fd, raw, sizeof raw, 0) != (ssize_t)sizeof raw)
             rc = -1;
         rpd_header_decode(raw, &hd);
-        hd.minor = 0;
+        hd.minor = s->version_1_0 ? 0 : 1;
         rpd_header_encode(&hd, raw);
         if (rc == 0 && pwrite(fd, raw, sizeof raw, 0) != (ssize_t)sizeof raw)
             rc = -1;

@@ -41,6 +41,11 @@ typedef struct synth_dump {
     size_t nmaps;
     int version_1_0;           /* write a 1.0 file: minor version 0, 360-byte heap record */
     uint64_t purge_delay_ms;   /* the heap record's (1.1) */
+    const char *exe;           /* the process record's; NULL: "/synthetic/program" */
+    uint64_t time;             /* seconds since the epoch; 0: 1700000000 */
+    uint32_t time_ns;          /* nanoseconds (1.2) */
+    uint64_t sequence;
+    int version_1_1;           /* write a 1.1 file: minor version 1, no time_ns */
 } synth_dump;
 
 /* Writes the dump to path. Returns 0 or -1. */

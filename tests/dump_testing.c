@@ -233,3 +233,47 @@ int dump_reseal(uint8_t *buf, size_t len)
     memcpy(buf, head, sizeof head);
     return 0;
 }
+
+const char *find_program(const char *name)
+{
+    static char out[4096];
+    const char *path = getenv("PATH");
+    char dirs[8192];
+    snprintf(dirs, sizeof dirs, "%s:/usr/bin:/bin", path && *path ? path : "");
+    for (char *dir = strtok(dirs, ":"); dir; dir = strtok(NULL, ":")) {
+        if (snprintf(out, sizeof out, "%s/%s", dir, name) < (int)sizeof out && access(out, X_OK) == 0)
+            return out;
+    }
+    return NULL;
+}
+
+int svg_render(const char *svg, const char *png, unsigned *width, unsigned *height, size_t *png_bytes)
+{
+    const char *tool = find_program("rsvg-convert");
+    if (!tool) {
+        fprintf(stderr, "rsvg-convert is not installed (tools/setup.sh installs librsvg2-bin)\n");
+        return -1;
+    }
+    char tool_path[4096];
+    snprintf(tool_path, sizeof tool_path, "%s", tool);
+    char *argv[] = {tool_path, "-o", (char *)png, (char *)svg, NULL};
+    tool_run r;
+    if (run_tool(argv, NULL, &r) != 0 || r.status != 0) {
+        fprintf(stderr, "rsvg-convert %s failed (status %d): %s\n", svg, r.status, r.err ? r.err : "");
+        tool_run_free(&r);
+        return -1;
+    }
+    tool_run_free(&r);
+    size_t len = 0;
+    uint8_t *buf = read_file(png, &len);
+    if (!buf || len < 24 || memcmp(buf, "\x89PNG\r\n\x1a\n", 8) != 0 || memcmp(buf + 12, "IHDR", 4) != 0) {
+        fprintf(stderr, "rsvg-convert %s: %s is not a PNG\n", svg, png);
+        free(buf);
+        return -1;
+    }
+    *width = (unsigned)buf[16] << 24 | (unsigned)buf[17] << 16 | (unsigned)buf[18] << 8 | buf[19];
+    *height = (unsigned)buf[20] << 24 | (unsigned)buf[21] << 16 | (unsigned)buf[22] << 8 | buf[23];
+    *png_bytes = len;
+    free(buf);
+    return 0;
+}

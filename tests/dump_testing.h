@@ -29,6 +29,16 @@ int rpdump_runv(tool_run *r, va_list ap);
 /* rpdump_run, then parses stdout as JSON (NULL, with a message on stderr, if it is not). */
 struct jv *rpdump_json(tool_run *r, ...);
 
+/* The full path of program `name` found in PATH (then /usr/bin), in a static buffer; NULL
+ * when there is none. */
+const char *find_program(const char *name);
+
+/* Renders the SVG at svg into a PNG at png with rsvg-convert (librsvg, tools/setup.sh), the
+ * real renderer the tests hold every picture to. The PNG's pixel size and file size go to
+ * the out parameters. Returns 0, or -1 after printing why (renderer missing or failing, not
+ * a PNG). */
+int svg_render(const char *svg, const char *png, unsigned *width, unsigned *height, size_t *png_bytes);
+
 /* $TEST_TMPDIR/name (static buffer rotation: up to 8 live results). */
 const char *tmp_path(const char *name);
 

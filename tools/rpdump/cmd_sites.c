@@ -1,7 +1,9 @@
-/* rpdump sites: allocation sites by live bytes and block count. Memory: one row per stack of
- * the dump's stack section (plus two special rows), never per block. */
+/* rpdump sites: allocation sites by live bytes and block count; with --folded, the live
+ * bytes by stack as folded stacks (flame_tree.h). Memory: one row per stack of the dump's
+ * stack section (plus two special rows), never per block. */
 #include <stdlib.h>
 
+#include "flame_tree.h"
 #include "sites.h"
 #include "text_out.h"
 
@@ -24,43 +26,38 @@ int cmd_sites(rpd_input *in, const rpd_options *o)
 {
     rpd_dump *d = &in->dump;
     rpd_error err = {0, ""};
-    rpd_stack_table t;
-    site_stats *stats = NULL;
+    live_sites ls;
     ranked *order = NULL;
-    size_t nsites = 0, nranked = 0;
-    int rc = rpd_stack_table_load(&t, d, 1, &err);
+    size_t nranked = 0;
+    int rc = live_sites_load(&ls, d, o, &err);
+    if (rc == 0 && o->folded) {
+        rc = folded_write(stdout, d, &ls, o, &err);
+        live_sites_free(&ls);
+        return rc == 0 ? RPDUMP_OK : rpd_report_error(o, in->path, &err);
+    }
     if (rc == 0) {
-        nsites = SITE_FIRST_STACK + t.count;
-        stats = rpd_alloc(d, nsites * sizeof *stats, d->stacks->offset, &err);
-        order = rpd_alloc(d, nsites * sizeof *order, d->stacks->offset, &err);
-        rc = stats && order ? site_collect(d, &t, o, stats, &err) : -1;
+        order = rpd_alloc(d, ls.nsites * sizeof *order, d->stacks->offset, &err);
+        rc = order ? 0 : -1;
     }
     if (rc != 0) {
-        rpd_free(d, stats, nsites * sizeof *stats);
-        rpd_free(d, order, nsites * sizeof *order);
-        rpd_stack_table_free(&t);
+        live_sites_free(&ls);
         return rpd_report_error(o, in->path, &err);
     }
-    site_stats total = {0, 0, 0, 0};
-    for (size_t i = 0; i < nsites; i++) {
+    const site_stats *stats = ls.stats;
+    const site_stats total = ls.total;
+    for (size_t i = 0; i < ls.nsites; i++) {
         if (!stats[i].blocks)
             continue;
         order[nranked].site = i;
         order[nranked++].s = &stats[i];
-        total.blocks += stats[i].blocks;
-        total.bytes += stats[i].bytes;
-        total.usable += stats[i].usable;
-        total.block_bytes += stats[i].block_bytes;
     }
     qsort(order, nranked, sizeof *order, compare_ranked);
     size_t shown = o->limit && o->limit < nranked ? (size_t)o->limit : nranked;
 
     symbolizer *sym = sym_new(o->symbolizer);
     for (size_t r = 0; r < shown; r++) {
-        if (order[r].site < SITE_FIRST_STACK)
-            continue;
         unsigned n;
-        const uint64_t *frames = rpd_stack_frames(&t, order[r].site - SITE_FIRST_STACK, &n);
+        const uint64_t *frames = live_sites_frames(&ls, order[r].site, &n);
         site_want_frames(sym, d, frames, n, o);
     }
     sym_run(sym);
@@ -81,7 +78,7 @@ int cmd_sites(rpd_input *in, const rpd_options *o)
             const site_stats *s = order[r].s;
             json_object_compact(&j);
             if (site >= SITE_FIRST_STACK)
-                json_kv_u64(&j, "stack", t.ids[site - SITE_FIRST_STACK]);
+                json_kv_u64(&j, "stack", live_sites_id(&ls, site));
             else
                 json_kv_string(&j, "stack", site == SITE_NO_STACK ? "none" : "unknown");
             json_kv_u64(&j, "blocks", s->blocks);
@@ -90,7 +87,7 @@ int cmd_sites(rpd_input *in, const rpd_options *o)
             json_kv_u64(&j, "block_bytes", s->block_bytes);
             if (site >= SITE_FIRST_STACK) {
                 unsigned n;
-                const uint64_t *frames = rpd_stack_frames(&t, site - SITE_FIRST_STACK, &n);
+                const uint64_t *frames = live_sites_frames(&ls, site, &n);
                 site_json_frames(&j, sym, d, frames, n, o);
             }
             json_object_end(&j);
@@ -108,24 +105,21 @@ int cmd_sites(rpd_input *in, const rpd_options *o)
             size_t site = order[r].site;
             const site_stats *s = order[r].s;
             if (site >= SITE_FIRST_STACK)
-                printf("\nstack %u: %llu blocks, %s (%s usable, %s with metadata)\n", t.ids[site - SITE_FIRST_STACK],
+                printf("\nstack %u: %llu blocks, %s (%s usable, %s with metadata)\n", live_sites_id(&ls, site),
                        (unsigned long long)s->blocks, text_size(a, sizeof a, s->bytes),
                        text_size(b, sizeof b, s->usable), text_size((char[32]){0}, 32, s->block_bytes));
             else
                 printf("\n%s: %llu blocks, %s (%s usable)\n", site_special_name(site), (unsigned long long)s->blocks,
                        text_size(a, sizeof a, s->bytes), text_size(b, sizeof b, s->usable));
-            if (site >= SITE_FIRST_STACK) {
-                unsigned n;
-                const uint64_t *frames = rpd_stack_frames(&t, site - SITE_FIRST_STACK, &n);
-                site_print_frames(stdout, sym, d, frames, n, o);
-            }
+            unsigned n;
+            const uint64_t *frames = live_sites_frames(&ls, site, &n);
+            site_print_frames(stdout, sym, d, frames, n, o);
         }
         if (shown < nranked)
             printf("\n... %zu more sites (--limit 0 shows all)\n", nranked - shown);
     }
     sym_free(sym);
-    rpd_free(d, stats, nsites * sizeof *stats);
-    rpd_free(d, order, nsites * sizeof *order);
-    rpd_stack_table_free(&t);
+    rpd_free(d, order, ls.nsites * sizeof *order);
+    live_sites_free(&ls);
     return RPDUMP_OK;
 }

@@ -59,6 +59,11 @@ void rpd_json_dump_info(json_out *j, const rpd_dump *d, const char *path)
     json_kv_string(j, "flavour", flavour_name(d));
     json_kv_u64(j, "pid", d->process.pid);
     json_kv_u64(j, "time", d->process.time);
+    json_key(j, "time_ns");
+    if (d->process.time_ns == RPD_UNRECORDED_NS)
+        json_null(j);
+    else
+        json_u64(j, d->process.time_ns);
     json_kv_string(j, "reason", rpd_reason_name(d->process.reason));
     json_kv_u64(j, "sequence", d->process.sequence);
     json_kv_string(j, "executable", d->process.exe);
@@ -77,4 +82,21 @@ void rpd_text_dump_info(FILE *f, const rpd_dump *d, const char *path)
     if (d->process.reason != RPD_REASON_CALL)
         fprintf(f, " (dump #%llu)", (unsigned long long)d->process.sequence);
     fprintf(f, ", %zu heap%s\n", d->nheaps, d->nheaps == 1 ? "" : "s");
+}
+
+void rpd_json_begin(json_out *j, const rpd_dump *d, const char *path)
+{
+    json_init(j, stdout);
+    json_object(j);
+    rpd_json_dump_info(j, d, path);
+}
+
+void rpd_json_program_check(json_out *j, int same_program, const char *warning)
+{
+    json_kv_bool(j, "same_program", same_program);
+    json_key(j, "warnings");
+    json_array_compact(j);
+    if (warning && warning[0])
+        json_string(j, warning);
+    json_array_end(j);
 }

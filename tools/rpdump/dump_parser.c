@@ -520,6 +520,11 @@ int rpd_open(rpd_dump *d, const rpd_source *src, size_t mem_cap, rpd_error *err)
     if (read_single(d, process, raw, sizeof raw, err) != 0)
         return -1;
     rpd_process_decode(raw, &d->process);
+    if (d->header.minor < 2)
+        d->process.time_ns = RPD_UNRECORDED_NS; /* reserved (zero) before 1.2 */
+    else if (d->process.time_ns >= 1000000000u)
+        return rpd_fail(err, process->offset + 288, "process record: %u nanoseconds (below 10^9 expected)",
+                        d->process.time_ns);
     if (group_heaps(d, err) != 0 || check_stacks(d, err) != 0)
         return -1;
     rpd_reader *r = rpd_alloc(d, sizeof *r, mappings->offset, err);

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "rpdump.h"
 #include "text_out.h"
@@ -11,6 +12,7 @@
 static const char usage_text[] =
     "usage: rpdump COMMAND [options] DUMP\n"
     "       rpdump diff [options] DUMP_A DUMP_B\n"
+    "       rpdump timeline [options] DUMP...\n"
     "\n"
     "commands:\n"
     "  summary   totals, per-region use, free-space classes, fragmentation, quarantine\n"
@@ -18,8 +20,16 @@ static const char usage_text[] =
     "            --min-size N  --max-size N  --site STACK_ID  --limit N\n"
     "  sites     allocation sites (stacks) by live bytes and blocks: --state used|quarantined|live\n"
     "            --limit N (default 20)  --frames N (default 8)  --symbolizer auto|none|PATH\n"
+    "            --folded: folded stacks (flamegraph.pl, speedscope) instead\n"
+    "  flame     icicle graph of live bytes by stack: -o FILE.svg (required)  --width PX (1200)\n"
+    "            --state  --symbolizer\n"
+    "  pprof     heap profile for gperftools' pprof, to stdout or -o FILE: --symbols (names\n"
+    "            inside: pprof needs no binary)  --state  --symbolizer\n"
     "  diff      what grew from DUMP_A to DUMP_B, by site: --all (shrinking too)  --limit N\n"
     "            --frames N  --symbolizer auto|none|PATH\n"
+    "  timeline  live bytes, peak and the sites that grew most over a series of dumps:\n"
+    "            -o FILE.svg (a chart)  --width PX (900)  --limit N (sites, default 5)\n"
+    "            --state  --frames N  --symbolizer\n"
     "  check     verify the heap invariants on the dump: --max-errors N (default 100)\n"
     "  map       draw each region by address: -o FILE.svg (required)  --width PX (default 1024)\n"
     "\n"
@@ -27,6 +37,7 @@ static const char usage_text[] =
     "  --json          machine-readable output (field names in tools/rpdump/README.md)\n"
     "  --heap NAME     only the heap with this name\n"
     "  --memory-cap N  refuse dumps that need more than N bytes of memory (default 1G)\n"
+    "relative paths are the caller's directory's, also under bazel run.\n"
     "\n"
     "sizes take K, M, G suffixes. exit status: 0 ok, 1 check found violations,\n"
     "2 malformed or unreadable dump, 64 usage error.\n";
@@ -130,14 +141,29 @@ static int option_is(const char *arg, const char *name)
     return strncmp(arg, name, n) == 0 && (arg[n] == 0 || arg[n] == '=');
 }
 
+/* Lets a timeline open as many dumps as it is given: the soft limit on open files up to the
+ * hard one. */
+static void allow_open_files(size_t n)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < n + 32) {
+        rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > n + 32 ? n + 32 : rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2)
         return usage(NULL);
     rpd_options o;
     rpd_options_init(&o);
-    const char *command = NULL, *files[2] = {NULL, NULL};
-    int nfiles = 0, limit_given = 0;
+    const char *command = NULL;
+    const char **files = calloc((size_t)argc, sizeof *files);
+    if (!files)
+        return usage("out of memory");
+    size_t nfiles = 0;
+    int limit_given = 0, width_given = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = NULL;
@@ -149,6 +175,10 @@ int main(int argc, char **argv)
             o.json = 1;
         } else if (!strcmp(a, "--all")) {
             o.all = 1;
+        } else if (!strcmp(a, "--folded")) {
+            o.folded = 1;
+        } else if (!strcmp(a, "--symbols")) {
+            o.symbols = 1;
         } else if (option_is(a, "--heap")) {
             if (!(o.heap = value_of(argc, argv, &i)))
                 return usage("--heap needs a name");
@@ -193,6 +223,7 @@ int main(int argc, char **argv)
             if (!(v = value_of(argc, argv, &i)) || parse_number(v, &n) || n < 64 || n > 8192)
                 return usage("--width takes 64 to 8192 pixels");
             o.width = (unsigned)n;
+            width_given = 1;
         } else if (option_is(a, "--max-errors")) {
             if (!(v = value_of(argc, argv, &i)) || parse_number(v, &o.max_errors))
                 return usage("--max-errors needs a number");
@@ -207,32 +238,55 @@ int main(int argc, char **argv)
             return usage(NULL);
         } else if (!command) {
             command = a;
-        } else if (nfiles < 2) {
-            files[nfiles++] = a;
         } else {
-            return usage("too many arguments");
+            files[nfiles++] = a;
         }
     }
     if (!command)
         return usage("no command");
-    static const char *const commands[] = {"summary", "blocks", "sites", "diff", "check", "map"};
+    static const char *const commands[] = {"summary", "blocks", "sites", "diff",  "check",
+                                           "map",     "flame",  "pprof", "timeline"};
     int known = 0;
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         known |= !strcmp(command, commands[i]);
     if (!known)
         return usage("unknown command");
-    int is_diff = !strcmp(command, "diff");
-    if (nfiles != (is_diff ? 2 : 1))
-        return usage(is_diff ? "diff needs two dumps" : "one dump expected");
+    int is_diff = !strcmp(command, "diff"), is_timeline = !strcmp(command, "timeline");
+    if (is_timeline ? nfiles < 1 : nfiles != (is_diff ? 2u : 1u))
+        return usage(is_diff ? "diff needs two dumps" : is_timeline ? "timeline needs dumps" : "one dump expected");
+    if (nfiles > RPD_MAX_TIMELINE)
+        return usage("timeline takes at most 65536 dumps");
     if (!strcmp(command, "sites") && !limit_given)
         o.limit = 20;
-    if (!strcmp(command, "map") && !o.output)
-        return usage("map needs -o FILE.svg");
+    if (is_timeline && !limit_given)
+        o.limit = 5;
+    if ((!strcmp(command, "map") || !strcmp(command, "flame")) && !o.output)
+        return usage(!strcmp(command, "map") ? "map needs -o FILE.svg" : "flame needs -o FILE.svg");
+    if (o.folded && (strcmp(command, "sites") != 0 || o.json))
+        return usage("--folded is an output format of sites, without --json");
+    if (o.symbols && strcmp(command, "pprof") != 0)
+        return usage("--symbols is an option of pprof");
+    if (!strcmp(command, "pprof") && o.json && !o.output)
+        return usage("pprof --json needs -o FILE: the profile goes to the file, the JSON to stdout");
+    if (!width_given)
+        o.width = !strcmp(command, "flame") ? 1200 : is_timeline ? 900 : 1024;
+    char **owned = calloc(nfiles + 1, sizeof *owned); /* paths made absolute */
+    if (!owned)
+        return usage("out of memory");
+    if (o.output && (owned[nfiles] = rpd_caller_path(o.output)))
+        o.output = owned[nfiles];
+    for (size_t i = 0; i < nfiles; i++)
+        if ((owned[i] = rpd_caller_path(files[i])))
+            files[i] = owned[i];
 
-    static rpd_input inputs[2];
-    int opened = 0;
+    if (nfiles > 2)
+        allow_open_files(nfiles);
+    rpd_input *inputs = calloc(nfiles, sizeof *inputs);
+    if (!inputs)
+        return usage("out of memory");
+    size_t opened = 0;
     int rc = RPDUMP_OK;
-    for (int i = 0; i < nfiles && rc == RPDUMP_OK; i++, opened++)
+    for (size_t i = 0; i < nfiles && rc == RPDUMP_OK; i++, opened++)
         rc = open_input(&inputs[i], files[i], &o);
     if (rc == RPDUMP_OK) {
         if (!strcmp(command, "summary"))
@@ -245,11 +299,22 @@ int main(int argc, char **argv)
             rc = cmd_diff(&inputs[0], &inputs[1], &o);
         else if (!strcmp(command, "check"))
             rc = cmd_check(&inputs[0], &o);
+        else if (!strcmp(command, "flame"))
+            rc = cmd_flame(&inputs[0], &o);
+        else if (!strcmp(command, "pprof"))
+            rc = cmd_pprof(&inputs[0], &o);
+        else if (is_timeline)
+            rc = cmd_timeline(inputs, nfiles, &o);
         else
             rc = cmd_map(&inputs[0], &o);
     }
-    for (int i = 0; i < opened; i++)
+    for (size_t i = 0; i < opened; i++)
         close_input(&inputs[i]);
+    free(inputs);
+    free(files);
+    for (size_t i = 0; i <= nfiles; i++)
+        free(owned[i]);
+    free(owned);
     if (fflush(stdout) != 0 && rc == RPDUMP_OK) {
         fprintf(stderr, "rpdump: writing the output failed: %s\n", strerror(errno));
         rc = RPDUMP_BAD_DUMP;

@@ -17,6 +17,8 @@ enum {
     RPDUMP_USAGE = 64,
 };
 
+#define RPD_MAX_TIMELINE 65536 /* dumps a timeline takes at most */
+
 /* Which block states a command looks at (bit 1 << RPD_STATE_*). */
 #define STATE_BIT(s) (1u << (s))
 
@@ -32,8 +34,10 @@ typedef struct rpd_options {
     unsigned frames;           /* --frames N: frames shown per stack (default 8) */
     const char *symbolizer;    /* --symbolizer auto|none|PATH */
     int all;                   /* diff --all: shrinking sites too */
-    const char *output;        /* map -o FILE */
-    unsigned width;            /* map --width PX */
+    const char *output;        /* map, flame, timeline: -o FILE.svg; pprof: -o FILE */
+    unsigned width;            /* map, flame, timeline: --width PX */
+    int folded;                /* sites --folded: folded stacks */
+    int symbols;               /* pprof --symbols: names inside the profile */
     uint64_t max_errors;       /* check --max-errors N (default 100) */
     size_t mem_cap;            /* --memory-cap BYTES (default 1 GiB) */
 } rpd_options;
@@ -64,6 +68,10 @@ static inline int rpd_heap_selected(const rpd_options *o, const rpd_heap_info *h
 
 /* Writes the JSON fields describing the dump itself (format, version, flavour, pid...). */
 void rpd_json_dump_info(json_out *j, const rpd_dump *d, const char *path);
+/* Starts a JSON document on stdout about one dump: its opening brace and description. */
+void rpd_json_begin(json_out *j, const rpd_dump *d, const char *path);
+/* The members "same_program" and "warnings" (an array holding warning, if not empty). */
+void rpd_json_program_check(json_out *j, int same_program, const char *warning);
 /* One text line describing the dump. */
 void rpd_text_dump_info(FILE *f, const rpd_dump *d, const char *path);
 
@@ -73,5 +81,15 @@ int cmd_sites(rpd_input *in, const rpd_options *o);
 int cmd_diff(rpd_input *a, rpd_input *b, const rpd_options *o);
 int cmd_check(rpd_input *in, const rpd_options *o);
 int cmd_map(rpd_input *in, const rpd_options *o);
+int cmd_flame(rpd_input *in, const rpd_options *o);
+int cmd_pprof(rpd_input *in, const rpd_options *o);
+/* inputs[0..n): dumps of one program over time, in any order (sorted by time inside). */
+int cmd_timeline(rpd_input *inputs, size_t n, const rpd_options *o);
+
+/* A path given on the command line, as the caller meant it: under `bazel run` the working
+ * directory is the runfiles tree, and BUILD_WORKING_DIRECTORY names the caller's; a relative
+ * path is taken from there. Returns the path to use as a new string (free it), or NULL when
+ * path itself is right (or no memory is left for the new one). */
+char *rpd_caller_path(const char *path);
 
 #endif

@@ -1,5 +1,7 @@
 #include "sites.h"
 
+#include <string.h>
+
 size_t site_of_block(const rpd_stack_table *t, const rpd_block *b)
 {
     if (!b->alloc_stack)
@@ -39,6 +41,48 @@ int site_collect(rpd_dump *d, const rpd_stack_table *t, const rpd_options *o, si
     }
     rpd_free(d, it, sizeof *it);
     return rc < 0 ? -1 : 0;
+}
+
+int live_sites_load(live_sites *ls, rpd_dump *d, const rpd_options *o, rpd_error *err)
+{
+    memset(ls, 0, sizeof *ls);
+    if (rpd_stack_table_load(&ls->stacks, d, 1, err) != 0)
+        return -1;
+    ls->nsites = SITE_FIRST_STACK + ls->stacks.count;
+    ls->stats = rpd_alloc(d, ls->nsites * sizeof *ls->stats, d->stacks->offset, err);
+    if (!ls->stats || site_collect(d, &ls->stacks, o, ls->stats, err) != 0)
+        return -1;
+    for (size_t i = 0; i < ls->nsites; i++) {
+        const site_stats *s = &ls->stats[i];
+        ls->live += s->blocks != 0;
+        ls->total.blocks += s->blocks;
+        ls->total.bytes += s->bytes;
+        ls->total.usable += s->usable;
+        ls->total.block_bytes += s->block_bytes;
+    }
+    return 0;
+}
+
+void live_sites_free(live_sites *ls)
+{
+    rpd_dump *d = ls->stacks.d;
+    if (d && ls->stats)
+        rpd_free(d, ls->stats, ls->nsites * sizeof *ls->stats);
+    rpd_stack_table_free(&ls->stacks);
+    memset(ls, 0, sizeof *ls);
+}
+
+const uint64_t *live_sites_frames(const live_sites *ls, size_t site, unsigned *n)
+{
+    *n = 0;
+    if (site < SITE_FIRST_STACK || site >= ls->nsites)
+        return NULL;
+    return rpd_stack_frames(&ls->stacks, site - SITE_FIRST_STACK, n);
+}
+
+uint32_t live_sites_id(const live_sites *ls, size_t site)
+{
+    return site < SITE_FIRST_STACK || site >= ls->nsites ? 0 : ls->stacks.ids[site - SITE_FIRST_STACK];
 }
 
 const char *site_special_name(size_t site)

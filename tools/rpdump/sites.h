@@ -28,6 +28,28 @@ unsigned site_states(const rpd_options *o);
 /* Adds the blocks of the selected heaps and states into stats[site_of_block()]. */
 int site_collect(rpd_dump *d, const rpd_stack_table *t, const rpd_options *o, site_stats *stats, rpd_error *err);
 
+/* The live sites of one dump: the stack table (with frames) and per-site totals of the
+ * selected heaps and states. Sites are SITE_NO_STACK, SITE_UNKNOWN_STACK, then
+ * SITE_FIRST_STACK + the stack's index in `stacks`. */
+typedef struct live_sites {
+    rpd_stack_table stacks;
+    site_stats *stats; /* nsites entries, counted against the dump's memory cap */
+    size_t nsites;
+    size_t live;       /* sites holding at least one block */
+    site_stats total;  /* of every site */
+} live_sites;
+
+/* Loads the stacks and adds up the blocks. Returns 0, or -1 with err (live_sites_free is
+ * needed in both cases). */
+int live_sites_load(live_sites *ls, rpd_dump *d, const rpd_options *o, rpd_error *err);
+void live_sites_free(live_sites *ls);
+
+/* The frames of a site (innermost first); NULL with *n = 0 for the special sites. */
+const uint64_t *live_sites_frames(const live_sites *ls, size_t site, unsigned *n);
+
+/* The stack id of a site (0 for the special sites). */
+uint32_t live_sites_id(const live_sites *ls, size_t site);
+
 /* A name for special sites: "(no stack)", "(unknown stack)". */
 const char *site_special_name(size_t site);
 
