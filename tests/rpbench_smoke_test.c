@@ -1,10 +1,13 @@
 /* rpbench end to end, at a tiny scale: every scenario runs on rampart, glibc and rp_alloc and
- * the table, the JSON and the SVG chart come out complete and sane; bad options and output
+ * the table (medians with their range), the JSON (with every sample), the SVG chart (a panel
+ * per scenario) and the progress lines come out complete and sane; the grid on rampart alone;
+ * the suite's scenarios on a stand-in suite; bad options and output
  * paths that cannot be written fail at once with one clear message and status 2, before any
  * measurement. Figures are only checked for being measured (positive, plausible ratios),
  * never for speed: the machine's load must not make this test fail.
  *
- * Argument: the rpbench binary. Needs python3 and sqlite3 for the program scenario (the setup
+ * Arguments: the rpbench binary and the stand-in suite's bench.sh. Needs python3 and sqlite3 for
+ * the program scenario and cmake for the stand-in suite (the setup
  * script installs both). */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -47,6 +50,13 @@ static void check_case_results(const jv *results, const char *name, int rounds)
     for (size_t i = 0; seed && i < jv_len(seed); i++)
         CHECKF(positive(jv_at(seed, i)), "%s: seed round %zu not measured", name, i + 1);
     CHECKF(positive(jv_get(r, "seed_mean_ns")), "%s: seed mean", name);
+    /* Every figure keeps its samples, one per repetition (the run makes 2). */
+    const jv *samples = jv_get(r, "churn_ns_samples");
+    CHECKF(samples && jv_len(samples) == 2 && positive(jv_at(samples, 0)) && positive(jv_at(samples, 1)),
+           "%s: churn samples", name);
+    const jv *round_samples = jv_get(r, "seed_round_ns_samples");
+    CHECKF(round_samples && (int)jv_len(round_samples) == rounds && jv_len(jv_at(round_samples, 0)) == 2,
+           "%s: seed round samples", name);
     CHECKF(positive(jv_get(r, "seed_last_over_first")), "%s: seed flatness", name);
     CHECKF(positive(jv_get(r, "churn_ns")), "%s: churn", name);
     CHECKF(positive(jv_get(r, "churn_p999_ns")), "%s: churn p99.9", name);
@@ -79,7 +89,7 @@ static void test_full_run(void)
     char json[600], svg[600];
     snprintf(json, sizeof json, "%s/run.json", tmpdir);
     snprintf(svg, sizeof svg, "%s/run.svg", tmpdir);
-    char *argv[] = {(char *)rpbench, "--quick", "--rounds", "3", "--per-round", "300", "--churn-ops", "20000",
+    char *argv[] = {(char *)rpbench, "--quick", "--reps", "2", "--rounds", "3", "--per-round", "300", "--churn-ops", "20000",
                     "--thread-ops", "40000", "--threads", "1,2", "--case", "100/64", "--scenarios",
                     "seed,churn,memory,pairs,prodcons,grow,program", "--allocators", "rampart,glibc,rp_alloc",
                     "--json", json, "--svg", svg, NULL};
@@ -93,6 +103,15 @@ static void test_full_run(void)
         CHECKF(strstr(r.out, sections[i]) != NULL, "no '%s' in the table:\n%s", sections[i], r.out);
     CHECKF(strstr(r.out, "not measured") == NULL && strstr(r.out, "SKIPPED") == NULL, "something skipped:\n%s",
            r.out);
+    /* Medians with their range, comparisons named as such, no verdicts on targets. */
+    CHECKF(strstr(r.out, "median [min-max] of 2 repetitions") && strstr(r.out, "comparison: rampart / other"),
+           "no spread or comparison:\n%s", r.out);
+    CHECKF(strstr(r.out, "target") == NULL, "a target verdict in the table:\n%s", r.out);
+    /* Progress on stderr, which is not a terminal here: a line per step, naming the scenario, with
+     * the time left. */
+    CHECKF(strstr(r.err, "rpbench: [1/") && strstr(r.err, "left] seed/churn/memory 100/64") &&
+               strstr(r.err, "left] prodcons on 2 threads") && strstr(r.err, "left] program "),
+           "progress lines:\n%s", r.err);
 
     char *text = slurp(json);
     REQUIRE(text != NULL);
@@ -127,6 +146,65 @@ static void test_full_run(void)
     size_t len = strlen(text);
     CHECK(len > 7 && strstr(text + len - 8, "</svg>") != NULL);
     CHECK(strstr(text, "100/64") && strstr(text, "rampart") && strstr(text, "glibc") && strstr(text, "rp_alloc"));
+    const char *panels[] = {"seed 100/64", "churn:", "memory:", "pairs:", "prodcons:", "grow:", "program: CPU"};
+    for (size_t i = 0; i < sizeof panels / sizeof panels[0]; i++)
+        CHECKF(strstr(text, panels[i]) != NULL, "no '%s' panel in the chart", panels[i]);
+}
+
+/* Runs rpbench with argv, expects status 0, and parses the JSON file it wrote (NULL after a
+ * failed check). */
+static jv *run_for_json(char **argv, const char *json, child_result *r)
+{
+    if (run_argv(argv, NULL, r) != 0) {
+        CHECKF(0, "cannot run %s", argv[0]);
+        return NULL;
+    }
+    CHECKF(r->exited && r->code == 0, "rpbench ended with status %d signal %d:\n%s", r->code, r->signal, r->err);
+    char *text = slurp(json);
+    CHECKF(text != NULL, "no JSON file %s", json);
+    if (!text)
+        return NULL;
+    char err[200];
+    jv *doc = jv_parse(text, err, sizeof err);
+    CHECKF(doc != NULL, "JSON: %s", err);
+    return doc;
+}
+
+/* --help: the options on stdout, status 0, nothing measured. */
+static void test_help(void)
+{
+    char *argv[] = {(char *)rpbench, "--help", NULL};
+    static child_result r;
+    REQUIRE(run_argv(argv, NULL, &r) == 0);
+    CHECKF(r.exited && r.code == 0, "--help: status %d", r.code);
+    CHECKF(strstr(r.out, "usage: rpbench") && strstr(r.out, "--scenarios") && strstr(r.out, "mimalloc-bench") &&
+               strstr(r.out, "--variant"),
+           "--help:\n%s", r.out);
+    CHECKF(strstr(r.out, "rpbench 20") == NULL, "--help measured something:\n%s", r.out);
+}
+
+/* The grid at a tiny scale on rampart alone: every size x alignment pair measured. */
+static void test_grid(void)
+{
+    char json[600];
+    snprintf(json, sizeof json, "%s/grid.json", tmpdir);
+    char *argv[] = {(char *)rpbench, "--quick", "--grid-ops", "2000", "--scenarios", "grid", "--allocators", "rampart",
+                    "--json", json, "--svg", "none", NULL};
+    static child_result r;
+    jv *doc = run_for_json(argv, json, &r);
+    CHECKF(strstr(r.out, "grid: every size x alignment pair") && strstr(r.out, "round 10 / round 1"),
+           "no grid tables:\n%s", r.out);
+    if (!doc)
+        return;
+    const jv *grid = jv_get(doc, "grid");
+    size_t nsizes = jv_len(jv_get(grid, "sizes")), naligns = jv_len(jv_get(grid, "alignments"));
+    CHECKF(nsizes >= 20 && naligns == 13, "grid of %zu sizes x %zu alignments", nsizes, naligns);
+    const jv *churn = jv_get(jv_get(jv_get(grid, "rows"), "rampart"), "churn_ns");
+    CHECK(churn && jv_len(churn) == nsizes);
+    for (size_t s = 0; churn && s < nsizes; s++)
+        for (size_t a = 0; a < naligns; a++)
+            CHECKF(positive(jv_at(jv_at(churn, s), a)), "grid pair %zu x %zu not measured", s, a);
+    jv_free(doc);
 }
 
 /* The suite's scenarios on the stand-in suite: built with CMake into a folder of the test's,
@@ -140,15 +218,9 @@ static void test_suite_scenarios(void)
                     "--suite-build", build, "--suite-tests", "cfrac,larsonN,rptestN", "--allocators", "rampart,glibc",
                     "--reps", "2", "--json", json, NULL};
     static child_result r;
-    REQUIRE(run_argv(argv, NULL, &r) == 0);
-    CHECKF(r.exited && r.code == 0, "rpbench ended with status %d signal %d:\n%s", r.code, r.signal, r.err);
+    jv *doc = run_for_json(argv, json, &r);
     CHECKF(strstr(r.out, "mimalloc-bench: ") && strstr(r.out, "geometric mean"), "no suite table:\n%s", r.out);
     CHECKF(strstr(r.out, "rampart: caught 1 of 3") && strstr(r.out, "glibc: caught 1 of 3"), "verdicts:\n%s", r.out);
-    char *text = slurp(json);
-    REQUIRE(text != NULL);
-    char err[200];
-    jv *doc = jv_parse(text, err, sizeof err);
-    CHECKF(doc != NULL, "JSON: %s", err);
     if (!doc)
         return;
     const jv *tests = jv_get(jv_get(doc, "mimalloc_bench"), "tests");
@@ -239,7 +311,9 @@ int main(int argc, char **argv)
     *strrchr(fake_suite, '/') = 0;
     const char *t = getenv("TEST_TMPDIR");
     snprintf(tmpdir, sizeof tmpdir, "%s", t && t[0] ? t : "/tmp");
+    test_help();
     test_bad_options();
+    test_grid();
     test_suite_scenarios();
     test_full_run();
     TEST_MAIN_END();

@@ -300,3 +300,11 @@ void rpb_mbench_json(FILE *f)
     }
     fprintf(f, "}}");
 }
+
+int rpb_mbench_test_ran(int t) { return ran && t >= 0 && t < rpb_suite_ntests && test_on[t]; }
+
+int rpb_mbench_ntargets(void) { return ran ? ntargets_run : 0; }
+
+const char *rpb_mbench_target(int a) { return targets_run[a].name; }
+
+double rpb_mbench_median(int t, int a, int which, double *lo, double *hi) { return median_of(t, a, which, lo, hi); }

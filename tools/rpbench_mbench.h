@@ -29,4 +29,12 @@ void rpb_mbench_print(FILE *f);
  * null for a failed run), without a trailing comma. */
 void rpb_mbench_json(FILE *f);
 
+/* The last run's figures, for the charts: whether test t (of rpb_suite_tests) ran, the
+ * targets' count and names, and the median of test t under target a (which: 0 time, 1 peak
+ * RSS) with its range in *lo, *hi (-1s when it failed). */
+int rpb_mbench_test_ran(int t);
+int rpb_mbench_ntargets(void);
+const char *rpb_mbench_target(int a);
+double rpb_mbench_median(int t, int a, int which, double *lo, double *hi);
+
 #endif

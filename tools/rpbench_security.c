@@ -121,9 +121,9 @@ int rpb_security_run(const rpb_suite *s, const rpb_target *targets, int ntargets
         char exe[PATH_MAX + 100];
         snprintf(exe, sizeof exe, "%s/%.63s", dir, test_names[t]);
         for (int a = 0; a < ntargets_run; a++) {
-            if (progress) {
+            if (progress && a == 0) {
                 char what[200];
-                snprintf(what, sizeof what, "security %.63s under %.80s", test_names[t], targets_run[a].name);
+                snprintf(what, sizeof what, "security %.63s under every allocator", test_names[t]);
                 progress(done, total, what);
             }
             done++;

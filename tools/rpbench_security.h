@@ -32,7 +32,7 @@ typedef enum {
 } rpb_sec_verdict;
 
 /* Runs every security test of the built suite under every target, each run limited to
- * timeout_s seconds (bench.sh: 1). progress(done, total, what) is called before each run
+ * timeout_s seconds (bench.sh: 1). progress(done, total, what) is called before each test
  * (may be NULL). Results stay for rpb_security_print and rpb_security_json. 0, or -1 with a
  * message in err (no test binaries found). */
 int rpb_security_run(const rpb_suite *s, const rpb_target *targets, int ntargets, double timeout_s,

@@ -381,6 +381,41 @@ static int worker_grow(const char *pattern, long max_mib)
     return 0;
 }
 
+/* ---- grid: one (size, alignment) pair, no-free rounds then churn -------------------------- */
+
+/* ROUNDS rounds of PER_ROUND allocations of the pair without frees (ns/op of each round: does
+ * the cost grow with the blocks already live?), every block freed, then churn over a live set
+ * of CHURN_LIVE blocks of the pair (ns/op: does a free and an allocation of an aligned shape
+ * cost more than of a plain one?). */
+static int worker_grid(size_t size, size_t align, int rounds, int per_round, long ops)
+{
+    rpb_case c = {"grid", {{size, align}}, 1};
+    size_t n = (size_t)rounds * (size_t)per_round;
+    void **blocks = os_alloc(n * sizeof *blocks);
+    if (!blocks)
+        return 1;
+    size_t k = 0;
+    for (int r = 0; r < rounds; r++) {
+        double t0 = cpu_ns();
+        for (int i = 0; i < per_round; i++)
+            if (!(blocks[k++] = bench_alloc(size, align)))
+                return 1;
+        printf("%.1f ", (cpu_ns() - t0) / per_round);
+    }
+    for (size_t i = 0; i < n; i++)
+        bench_free(blocks[i]);
+    rng r = {0x1234567};
+    for (int i = 0; i < CHURN_LIVE; i++)
+        if (!(churn_live[i] = bench_alloc(size, align)))
+            return 1;
+    long done;
+    double t0 = cpu_ns();
+    if (churn_pass(&c, ops, &r, NULL, &done) != 0)
+        return 1;
+    printf("%.2f\n", (cpu_ns() - t0) / (double)done);
+    return 0;
+}
+
 /* ---- entry -------------------------------------------------------------------------------- */
 
 static const rpb_case *find_case(const char *name)
@@ -423,6 +458,13 @@ int rpbench_worker_main(int argc, char **argv)
         if (!c || ops < 1)
             return 2;
         return worker_churn(c, ops);
+    }
+    if (strcmp(scenario, "grid") == 0 && argc >= 9) {
+        long size = atol(argv[4]), align = atol(argv[5]), ops = atol(argv[8]);
+        int rounds = atoi(argv[6]), per_round = atoi(argv[7]);
+        if (size < 1 || align < 16 || (align & (align - 1)) || rounds < 1 || per_round < 1 || ops < 1)
+            return 2;
+        return worker_grid((size_t)size, (size_t)align, rounds, per_round, ops);
     }
     if (strcmp(scenario, "grow") == 0 && argc >= 6)
         return worker_grow(argv[4], atol(argv[5]));

@@ -1,5 +1,5 @@
 /* rpbench workers: the measurements themselves. One worker process runs one measurement of
- * one allocator and prints its numbers on stdout; the driver (rpbench.c) starts workers,
+ * one allocator and prints its numbers on stdout; the driver (rpbench.h) starts workers,
  * interleaves allocators and repetitions, and reports medians.
  *
  * A worker is any binary whose main calls rpbench_worker_main: rpbench itself, or a binary
@@ -17,8 +17,10 @@
  *               prodcons THREADS OPS         ops/s
  *               grow PATTERN MAX_MIB         CPU ms, then MiB reached (PATTERN x1.5, +64k or
  *                                            again: MAX_MIB / 8 allocated and freed 25 times)
+ *               grid SIZE ALIGN ROUNDS PER_ROUND OPS
+ *                                            ns/op of each no-free round, then churn ns/op
  *
- * seed, churn and grow measure the worker thread's CPU time (a shared machine's descheduling does
+ * seed, churn, grid and grow measure the worker thread's CPU time (a shared machine's descheduling does
  * not count, page faults do); pairs and prodcons measure wall time (scaling is the point);
  * the churn p99.9 latency times each op with the TSC.
  * The first output line names the library malloc came from ("lib PATH"), so the driver can
