@@ -22,6 +22,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The version of this header (semantic versioning: the major number changes when the API or
+ * ABI breaks; the shared libraries' soname carries it). RAMPART_VERSION orders versions in
+ * #if tests: 10203 is 1.2.3. rp_version() gives the version of the library actually linked. */
+#define RAMPART_VERSION_MAJOR 0
+#define RAMPART_VERSION_MINOR 1
+#define RAMPART_VERSION_PATCH 0
+#define RAMPART_VERSION_STRING "0.1.0"
+#define RAMPART_VERSION (RAMPART_VERSION_MAJOR * 10000 + RAMPART_VERSION_MINOR * 100 + RAMPART_VERSION_PATCH)
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -284,6 +293,10 @@ const char *rp_error_kind_name(rp_error_kind kind);
 
 /* "release" or "debug". */
 const char *rp_flavour(void);
+
+/* The linked library's version, "MAJOR.MINOR.PATCH" (RAMPART_VERSION_STRING when it was
+ * built); a program built against another header can compare the two. */
+const char *rp_version(void);
 
 #ifdef __cplusplus
 }

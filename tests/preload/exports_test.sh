@@ -3,11 +3,12 @@
 # symbols of its export map: the allocation functions and rampart's public API (plus, for the
 # debug flavour, its debug API), nothing internal that could clash with a program; and it
 # depends on no other libraries than the ones given.
-#   exports_test.sh LIBRARY EXPORT_MAP 'NEEDED LIBRARIES'
+#   exports_test.sh LIBRARY EXPORT_MAP 'NEEDED LIBRARIES' RAMPART_H
 set -u
 so=$1
 map=$2
 needed_libs=$3
+rampart_h=$4
 expected=$(sed -n '/global:/,/local:/p' "$map" | sed 's,/\*.*\*/,,' | tr ' ;' '\n\n' | grep -E '^[A-Za-z_][A-Za-z0-9_]*$' | grep -v '^global$\|^local$' | sort -u)
 actual=$(nm -D --defined-only "$so" | awk '$2 ~ /^[TWDBR]$/ { print $3 }' | sed 's/@.*//' | sort -u)
 if [ "$expected" != "$actual" ]; then
@@ -23,6 +24,10 @@ if nm -D --defined-only "$so" | awk '$2 ~ /^[TWDBR]$/ { print $3 }' | grep -q '^
     echo "FAIL: internal symbols exported"
     exit 1
 fi
+# The soname carries the major version (RAMPART_VERSION_MAJOR), as Meson's install has it.
+soname=$(readelf -d "$so" | awk '/SONAME/ { print $5 }' | tr -d '[]')
+major=$(sed -n 's/^#define RAMPART_VERSION_MAJOR \([0-9]*\)$/\1/p' "$rampart_h")
+[ "$soname" = "$(basename "$so").$major" ] || { echo "FAIL: soname '$soname', expected $(basename "$so").$major"; exit 1; }
 # (a sanitizer configuration adds its runtime)
 deps=$(readelf -d "$so" | awk '/NEEDED/ { print $5 }' | tr -d '[]' | grep -v 'san\.so' | sort | tr '\n' ' ')
 want=$(echo "$needed_libs" | tr ' ' '\n' | sort | tr '\n' ' ')
