@@ -62,6 +62,7 @@
 #include "rampart.h"
 #include "rampart_malloc.h"
 #include "src/malloc/arena.h"
+#include "src/malloc/cache_mark.h"
 #include "src/heap.h"
 #include "src/malloc/malloc_slabs.h"
 #include "src/pagemap.h"
@@ -1036,7 +1037,7 @@ static void undo(void)
 
 /* An offset into the cached block p that is not a block's start: 16 bytes (for a span block,
  * its user data then passes for no header), or 8 for a slab block of stride 16, whose next
- * block starts 16 bytes on (and may be cached elsewhere, its tag intact). */
+ * block starts 16 bytes on (and may be cached elsewhere, its mark intact). */
 static size_t into_block(const void *p)
 {
     uint32_t stride;
@@ -1127,7 +1128,7 @@ static void do_damage(uint8_t kind, uint8_t x)
                 expect_named("T1:", "a slot zeroed");
             }
             break;
-        case 1: POKE(head[1], head[1] ^ 16); expect_named("T1:", "a cached block's tag changed"); break;
+        case 1: POKE(*rp_cache_mark(head), 0); expect_named("T4:", "a cached block's mark cleared"); break;
         case 2: POKE(top[-1], (void *)head); expect_named("T1:", "a block in its bin twice"); break;
         case 3:
             /* A limit one too low: below the count of a full bin (T2), else reserving one
@@ -1200,7 +1201,7 @@ static void do_damage(uint8_t kind, uint8_t x)
         expect_named("X3:", x & 1 ? "a transfer cache above its cap" : "a transfer cache's bytes miscounted");
         break;
     case 14: POKE(xf->n[c], RP_XFER_SLOTS + 1); expect_named("X2:", "a transfer cache above its slots"); break;
-    default: POKE(w[1], w[1] ^ 16); expect_named("X1:", "a batched block's tag changed"); break;
+    default: POKE(*rp_cache_mark(w), 0); expect_named("X1:", "a batched block's mark cleared"); break;
     }
 }
 

@@ -128,6 +128,14 @@ static void advise_region_huge_pages(const rp_region *r)
         rp_os_advise_huge_pages((void *)meta_huge, r->base - meta_huge);
 }
 
+/* Unmaps an OS region that never joined a heap, with its cache marks. */
+static void region_unmap(rp_region *r)
+{
+    if (r->cache_marks)
+        (void)rp_os_unreserve(r->cache_marks, rp_region_marks_bytes(r));
+    rp_os_unmap(r->map_base, r->map_len);
+}
+
 /* Maps a region big enough for npages pages aligned to 2^align_order pages. */
 static int heap_grow(rp_heap *h, size_t npages, unsigned align_order)
 {
@@ -149,17 +157,21 @@ static int heap_grow(rp_heap *h, size_t npages, unsigned align_order)
     rp_region *r = rp_region_map(area);
     if (!r)
         return -1;
+    /* A malloc arena's caches mark the span blocks they hold (src/malloc/cache_mark.h). If
+     * the OS refuses the marks, the region's blocks are simply never cached. */
+    if (h->flags & RP_HEAP_MALLOC_ARENA)
+        r->cache_marks = rp_os_reserve(rp_region_marks_bytes(r), RP_PAGE_SIZE);
     if (h->flags & RP_HEAP_HUGE_PAGES)
         advise_region_huge_pages(r);
     /* If the OS refused to trim the alignment slack, the mapping is larger than planned:
      * it must still fit under the cap. */
     if (h->max_bytes && h->os_bytes + r->map_len > h->max_bytes) {
-        rp_os_unmap(r->map_base, r->map_len);
+        region_unmap(r);
         return -1;
     }
     uintptr_t lo = (uintptr_t)r->map_base, hi = lo + r->map_len;
     if (region_attach(h, r, lo, hi) != 0) {
-        rp_os_unmap(r->map_base, r->map_len);
+        region_unmap(r);
         return -1;
     }
     account_os(h, r->map_len, 0);
@@ -219,6 +231,8 @@ static int release_region(rp_heap *h, rp_region *r)
     region_detach(h, r);
     void *base = r->map_base;
     size_t len = r->map_len;
+    uint8_t *marks = r->cache_marks;
+    size_t marks_len = rp_region_marks_bytes(r);
     rp_hook_region_leaving(h, (void *)r->mem_lo, r->mem_hi - r->mem_lo);
     if (rp_os_unmap(base, len) != 0) {
         /* The OS refused: keep the region. */
@@ -229,6 +243,8 @@ static int release_region(rp_heap *h, rp_region *r)
         }
         return 0;
     }
+    if (marks) /* every block of the region was free: no mark is set */
+        (void)rp_os_unreserve(marks, marks_len);
     account_os(h, 0, len);
     h->os_released += len;
     return 1;
@@ -442,11 +458,11 @@ void rp_heap_destroy(rp_heap *h)
     while (h->regions) {
         rp_region *r = h->regions;
         void *map_base = r->map_base;
-        size_t map_len = r->map_len, meta_len = r->block_meta_len;
+        size_t meta_len = r->block_meta_len;
         rp_hook_region_leaving(h, (void *)r->mem_lo, r->mem_hi - r->mem_lo);
         region_detach(h, r);
         if (map_base)
-            rp_os_unmap(map_base, map_len);
+            region_unmap(r);
         if (meta_len) /* a mapped-block region's header and descriptors */
             rp_os_unmap(r, meta_len);
     }

@@ -104,8 +104,19 @@ typedef struct rp_region {
                                       mapped-block regions (which never have free pages) */
     size_t block_meta_len;         /* mapped-block regions: bytes of the metadata mapping that
                                       starts at this header; 0 for every other region */
+    uint8_t *cache_marks;          /* OS regions of malloc arenas: a reservation of their own,
+                                      one byte per 16-byte granule of the page area, for the
+                                      drop-in's cache marks (src/malloc/cache_mark.h); NULL
+                                      for every other region (whose blocks are never cached) */
     rp_page pages[];
 } rp_region;
+
+/* Bytes of r's cache marks reservation (one byte per 16-byte granule of its page area, whole
+ * pages). */
+static inline size_t rp_region_marks_bytes(const rp_region *r)
+{
+    return (((r->npages << RP_PAGE_SHIFT) >> 4) + RP_PAGE_SIZE - 1) & ~(RP_PAGE_SIZE - 1);
+}
 
 /* 1 if r is a mapped-block region (mapped_block.h). */
 static inline int rp_region_is_mapped_block(const rp_region *r) { return r->block_meta_len != 0; }

@@ -19,7 +19,8 @@ int rp_slab_space_init(rp_slab_space *s, size_t len)
     size_t nchunks = (nslabs + RP_SLAB_CHUNK_SLABS - 1) / RP_SLAB_CHUNK_SLABS;
     size_t meta_bytes = nslabs * sizeof(uint64_t), bits_bytes = nslabs * RP_SLAB_WORDS * sizeof(uint64_t);
     size_t desc_bytes = nslabs * sizeof(rp_slab);
-    size_t arrays_bytes = rp_align_up(meta_bytes + bits_bytes + desc_bytes + nchunks, RP_OS_PAGE);
+    size_t marks_off = rp_align_up(meta_bytes + bits_bytes + desc_bytes + nchunks, RP_OS_PAGE);
+    size_t arrays_bytes = marks_off + (len >> 4); /* a cache mark per 16-byte granule */
     /* Chunks aligned to their size: each is whole 2 MiB pages, advised or not (space_take). */
     void *base = rp_os_reserve(len, RP_SLAB_CHUNK_BYTES);
     if (!base)
@@ -36,6 +37,7 @@ int rp_slab_space_init(rp_slab_space *s, size_t len)
     s->bits = (uint64_t *)(void *)(arrays + meta_bytes);
     s->desc = (rp_slab *)(void *)(arrays + meta_bytes + bits_bytes);
     s->chunk_used = (uint8_t *)(arrays + meta_bytes + bits_bytes + desc_bytes);
+    s->marks = (uint8_t *)(arrays + marks_off);
     s->nchunks = nchunks;
     s->arrays = arrays;
     s->arrays_bytes = arrays_bytes;

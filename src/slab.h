@@ -138,7 +138,9 @@ typedef struct rp_slab_space {
     rp_slab *desc;  /* S1, S2: nslabs descriptors */
     uint8_t *chunk_used; /* S1: slabs handed out of each chunk so far */
     size_t nchunks;      /* S1 */
-    void *arrays;   /* one reservation holding meta, bits, desc and chunk_used */
+    uint8_t *marks; /* len / 16 bytes, one per granule, for the malloc drop-in's cache marks
+                       (src/malloc/cache_mark.h); the slab code itself never reads them */
+    void *arrays;   /* one reservation holding meta, bits, desc, chunk_used and marks */
     size_t arrays_bytes;
     rp_lock lock;         /* guards what follows, and chunk_used */
     size_t next_chunk;    /* S1: chunks [next_chunk, nchunks) were never handed to a pool */

@@ -39,10 +39,11 @@ static void count_report(const rp_report *r, void *arg)
     reports[r->kind]++;
 }
 
-/* 1 if blocks[i] carries the cache tag, i.e. sits in some cache or transfer batch. */
-static int tagged(int i)
+/* 1 if blocks[i] has its cache mark set, i.e. sits in some cache or transfer batch. */
+static int marked(int i)
 {
-    return ((uint64_t *)blocks[i])[1] == rp_tc_tag(rp_tc_key(), blocks[i]);
+    const uint8_t *mark = rp_cache_mark(blocks[i]);
+    return mark && rp_cache_marked(mark);
 }
 
 static void check_malloc(const char *what)
@@ -88,7 +89,7 @@ int main(void)
     /* A block waiting in a transfer batch is cached: freeing it again is a double free. */
     int in_batch = -1;
     for (int i = 0; i < N && in_batch < 0; i++)
-        if (tagged(i))
+        if (marked(i))
             in_batch = i;
     REQUIRE(in_batch >= 0);
     void *old_arg;
@@ -152,7 +153,7 @@ int main(void)
                 CHECK(rp_tc_self->near_len == 0);
             }
         }
-        CHECK(((uint64_t *)again[i])[1] != rp_tc_tag(rp_tc_key(), again[i]));
+        CHECK(!rp_cache_marked(rp_cache_mark(again[i]))); /* handed out: no longer marked */
         for (int j = 0; j < N; j++)
             if (again[i] == blocks[j]) {
                 reused++;

@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "arena.h"
+#include "cache_mark.h"
 #include "malloc_slabs.h"
 #include "rampart_malloc.h"
 #include "size_class.h"
@@ -194,7 +195,7 @@ static inline void *malloc_impl(size_t size)
              * have 16 * class + 32 bytes) gives its bin. */
             rp_tc_bin *bin = rp_tc_small_bin_of_block(tc, ((size - 1) & ~(size_t)15) + 32);
             if (RP_LIKELY(bin->count != 0))
-                return rp_tc_pop_bin(bin);
+                return rp_tc_pop_bin(tc, bin);
             return malloc_cached(tc, size); /* the refill; the bin is not kept live for it */
         }
     } else if (tc != NULL && size <= TC_MAX_REQUEST)
@@ -241,10 +242,9 @@ static inline rp_page *arena_page_block(rp_region *r, const void *p)
 /* 1 if p, a live arena block, sits in some thread's cache (T4 in thread_cache.h). */
 static int cached_anywhere(rp_region *r, const void *p)
 {
-    size_t size = arena_span_block(r, p);
-    if (size) {
-        uint64_t key = rp_tc_key();
-        return key && ((const uint64_t *)p)[1] == rp_tc_tag(key, p);
+    if (arena_span_block(r, p)) {
+        const uint8_t *mark = rp_cache_mark_in(r, p);
+        return mark && rp_cache_marked(mark);
     }
     rp_page *d = arena_page_block(r, p);
     return d && rp_tc_page_cached(d);
@@ -256,7 +256,8 @@ static RP_NOINLINE void report_cached(const void *p, const char *what)
     rp_fault f;
     f.kind = 0;
     rp_fault_set(&f, RP_ERR_DOUBLE_FREE, h, p, p, 0,
-                 "%s(%p): the block in heap '%s' is already free (held in a thread cache)", what, p, h ? h->name : "?");
+                 "%s(%p): the block in heap '%s' is not allocated (held in a thread cache: freed already, or "
+                 "never handed out)", what, p, h ? h->name : "?");
     rp_report_fault(&f);
 }
 
@@ -279,12 +280,8 @@ static RP_NOINLINE void report_slab(const void *p, const char *what)
     rp_report_fault(&f);
 }
 
-/* 1 if the live slab block p sits in some thread's cache (its tag, T4 in thread_cache.h). */
-static int slab_cached(const void *p)
-{
-    uint64_t key = rp_tc_key();
-    return key && ((const uint64_t *)p)[1] == rp_tc_tag(key, p);
-}
+/* 1 if the live slab block p sits in some cache (its mark, T4 in thread_cache.h). */
+static int slab_cached(const void *p) { return rp_cache_marked(rp_cache_mark_of_slab(p)); }
 
 /* ---- free ------------------------------------------------------------------------------ */
 
@@ -316,9 +313,13 @@ static RP_NOINLINE void free_direct(void *p)
 /* Caches the live arena span block p of size bytes (or reports it if it is cached already);
  * one too big to cache goes back to its heap. A slab block's slow paths pass its stride plus
  * a header: the size of a span block of its class. */
-static inline void free_span_block(rp_tcache *tc, void *p, size_t size)
+static inline void free_span_block(rp_tcache *tc, void *p, size_t size, uint8_t *mark)
 {
     rp_tc_bin *bin;
+    if (RP_UNLIKELY(mark == NULL)) { /* memory that keeps no cache marks: never cached */
+        free_direct(p);
+        return;
+    }
     if (RP_LIKELY(size <= RP_TC_SMALL_MAX)) {
         bin = rp_tc_small_bin_of_block(tc, size); /* the class of exactly this size */
     } else {
@@ -329,12 +330,11 @@ static inline void free_span_block(rp_tcache *tc, void *p, size_t size)
         }
         bin = &tc->bins[c];
     }
-    uint64_t tag = rp_tc_tag(tc->key, p);
-    if (RP_UNLIKELY(((const uint64_t *)p)[1] == tag)) {
+    if (RP_UNLIKELY(rp_cache_marked(mark))) {
         report_cached(p, "free");
         return;
     }
-    rp_tc_push_bin(tc, bin, p, tag);
+    rp_tc_push_bin(tc, bin, p, mark);
 }
 
 static void free_page_aligned(void *p);
@@ -351,12 +351,12 @@ static inline __attribute__((always_inline)) void free_slab_block(rp_tcache *tc,
     }
     /* The bin of its class: a span block of the same usable size is a header longer. */
     rp_tc_bin *bin = rp_tc_small_bin_of_block(tc, stride + RP_USER_OFFSET);
-    uint64_t tag = rp_tc_tag(tc->key, p);
-    if (RP_UNLIKELY(((const uint64_t *)p)[1] == tag)) {
+    uint8_t *mark = tc->slab_marks + (((uintptr_t)p - tc->slab_lo) >> 4);
+    if (RP_UNLIKELY(rp_cache_marked(mark))) {
         report_cached(p, "free");
         return;
     }
-    rp_tc_push_bin(tc, bin, p, tag);
+    rp_tc_push_bin(tc, bin, p, mark);
 }
 
 /* A pointer in the slab space the fast path did not take (the thread has no cache, or p is
@@ -374,7 +374,7 @@ static RP_NOINLINE void free_slab_slow(void *p)
     if (!tc)
         tc = rp_tc_get_slow();
     if (tc) {
-        free_span_block(tc, p, stride + RP_USER_OFFSET);
+        free_span_block(tc, p, stride + RP_USER_OFFSET, rp_cache_mark_of_slab(p));
         return;
     }
     if (slab_cached(p)) {
@@ -430,11 +430,12 @@ static RP_NOINLINE void free_slow(void *p)
         rp_page *d = rp_page_of(r, p);
         if ((d->state == RP_PAGE_SPAN || d->state == RP_PAGE_SPAN_TAIL) && ((uintptr_t)p & (RP_GRANULE - 1)) == 0) {
             size_t size = rp_header_live_size(&r->heap->key, rp_block_of_user(p));
+            uint8_t *mark = rp_cache_mark_in(r, p);
             if (size && tc) {
-                free_span_block(tc, p, size);
+                free_span_block(tc, p, size, mark);
                 return;
             }
-            if (size && rp_tc_key() && ((const uint64_t *)p)[1] == rp_tc_tag(rp_tc_key(), p)) {
+            if (size && mark && rp_cache_marked(mark)) {
                 report_cached(p, "free");
                 return;
             }
@@ -493,7 +494,7 @@ static inline __attribute__((always_inline)) void free_span_examined(rp_tcache *
         uint8_t state = rp_page_of(r, p)->state;
         if (RP_LIKELY((state == RP_PAGE_SPAN || state == RP_PAGE_SPAN_TAIL) &&
                       rp_header_live(&tc->block_key, rp_block_of_user(p), &size))) {
-            free_span_block(tc, p, size);
+            free_span_block(tc, p, size, rp_cache_mark_in(r, p));
             return;
         }
     }
@@ -514,20 +515,21 @@ static RP_NOINLINE void examine_collected(rp_tcache *tc, uint32_t n)
     void *rest[RP_TC_FREED_MAX];
     void *const *batch = tc->freed;
     tc->freed_n = 0;
-    const uint64_t key = tc->key;
     const uintptr_t slab_lo = tc->slab_lo;
     const uint64_t *slab_meta = tc->slab_meta, *slab_bits = tc->slab_bits;
+    uint8_t *slab_marks = tc->slab_marks;
     for (uint32_t i = 0; i < n; i++) {
         void *p = batch[i];
-        uint32_t stride = rp_slab_live_stride(slab_meta, slab_bits, (uintptr_t)p - slab_lo);
+        uintptr_t off = (uintptr_t)p - slab_lo;
+        uint32_t stride = rp_slab_live_stride(slab_meta, slab_bits, off);
         if (RP_LIKELY(stride != 0)) {
             rp_tc_bin *bin = rp_tc_small_bin_of_block(tc, stride + RP_USER_OFFSET);
-            uint64_t tag = rp_tc_tag(key, p);
+            uint8_t *mark = slab_marks + (off >> 4);
             size_t count = bin->count;
-            if (RP_LIKELY(((const uint64_t *)p)[1] != tag && count < bin->limit)) {
+            if (RP_LIKELY(!rp_cache_marked(mark) && count < bin->limit)) {
                 bin->slots[count] = p;
                 __atomic_store_n(&bin->count, (uint32_t)(count + 1), __ATOMIC_RELAXED);
-                ((uint64_t *)p)[1] = tag;
+                rp_cache_mark_set(mark);
                 continue;
             }
         }
@@ -546,12 +548,12 @@ void rp_malloc_free_collected(rp_tcache *tc)
 }
 
 /* Records p, a pointer in the slab space, in tc's free batch (T5), examining the batch when it
- * is full. Examining writes the cache tag (word 1, in p's line) and reads the slab's metadata
- * (no header: slab.h). */
+ * is full. Examining reads the slab's metadata (no header: slab.h) and writes p's cache mark;
+ * nothing of the block itself. */
 static inline __attribute__((always_inline)) void collect_free(rp_tcache *tc, void *p)
 {
     uint32_t n = tc->freed_n;
-    rp_prefetch_for_write(p);
+    rp_prefetch_for_write(tc->slab_marks + (((uintptr_t)p - tc->slab_lo) >> 4));
     tc->freed[n] = p;
     if (RP_UNLIKELY(++n >= tc->freed_limit))
         examine_collected(tc, n);

@@ -74,7 +74,7 @@ static inline rp_heap *rp_ms_owner(const rp_slab *d)
 size_t rp_ms_refill(rp_heap *h, unsigned cls, void **out, size_t n, size_t run_max, void **run_first,
                     size_t *run_n, uintptr_t *chunk_lo);
 
-/* Gives back n live slab blocks of arena h (not cached: no tag) under its lock. */
+/* Gives back n live slab blocks of arena h (not cached: no cache mark) under its lock. */
 void rp_ms_give_back(rp_heap *h, void *const *blocks, size_t n);
 
 /* Releases every empty slab every arena keeps (malloc_trim). Returns how many. */

@@ -27,8 +27,7 @@ __thread rp_tcache *rp_tc_self __attribute__((tls_model("initial-exec")));
 enum { TC_NONE = 0, TC_BUSY = 1, TC_DEAD = 2 };
 static __thread unsigned char tc_state __attribute__((tls_model("initial-exec")));
 
-static uint64_t cache_key;  /* written once by rp_tc_setup, before `ready` is published */
-static size_t cache_cap;
+static size_t cache_cap;   /* written once by rp_tc_setup, before `ready` is published */
 static uint32_t free_batch_limit = 1; /* every cache's freed_limit (T5) */
 static pthread_key_t exit_key;
 
@@ -40,9 +39,6 @@ static void tc_thread_exit(void *arg);
 
 int rp_tc_setup(void)
 {
-    /* The low bits of the key are non-zero and addresses and sizes are multiples of 16, so
-     * no tag is 0: a word 1 that malloc cleared (T4) or calloc zeroed never looks cached. */
-    cache_key = rp_secret_new((uint64_t)(uintptr_t)&cache_key) | 0x9;
 #ifdef RAMPART_DEBUG
     cache_cap = 0; /* every free reaches the debug runtime (poisoning, quarantine) */
 #else
@@ -57,7 +53,6 @@ int rp_tc_setup(void)
 
 size_t rp_tc_cap(void) { return cache_cap; }
 
-uint64_t rp_tc_key(void) { return cache_key; }
 
 /* Most blocks a bin of blocks of `bytes` bytes holds: a quarter of the cap's worth, within
  * [1, max]; 0 when one block exceeds the cap. */
@@ -101,7 +96,6 @@ static rp_tcache *tc_create(void)
     if (!tc)
         return NULL;
     tc->map_bytes = map_bytes;
-    tc->key = cache_key;
     tc->block_key = *rp_arena_key();
     tc->cap = cache_cap;
     tc->room = (ptrdiff_t)cache_cap;
@@ -111,6 +105,7 @@ static rp_tcache *tc_create(void)
     tc->slab_lo = rp_ms_space.base;
     tc->slab_meta = rp_ms_space.meta;
     tc->slab_bits = rp_ms_space.bits;
+    tc->slab_marks = rp_ms_space.marks;
     tc->slot_count = slots;
     /* T2: the bins' stretches of slot_store, one after the other in class order, a line
      * apart. Every limit starts at 0 (nothing reserved, T3): a bin reserves room when it is
@@ -184,15 +179,15 @@ static rp_heap *block_owner(const void *p, int *slab)
     return *slab ? rp_ms_owner(rp_slab_of(&rp_ms_space, p)) : rp_pagemap_lookup(p)->heap;
 }
 
-/* Gives one live slab block that is in no cache (no tag) back to its pool. */
+/* Gives one live slab block that is in no cache (no cache mark) back to its pool. */
 static void free_slab_uncached(void *p)
 {
     rp_ms_give_back(rp_ms_owner(rp_slab_of(&rp_ms_space, p)), &p, 1);
 }
 
-/* Returns blocks flushed from class bin c (their tags still set) to their arenas: each
+/* Returns blocks flushed from class bin c (their cache marks still set) to their arenas: each
  * arena's share goes to its transfer cache, in batches, as far as it has room; the rest (and
- * blocks of any other heap) have their tags cleared and are freed, one rp_free_batch per
+ * blocks of any other heap) have their marks cleared and are freed, one rp_free_batch per
  * heap (slab blocks: one rp_ms_give_back per arena). */
 static void release_flushed(const rp_tcache *tc, unsigned c, void **ptrs, size_t n)
 {
@@ -210,7 +205,7 @@ static void release_flushed(const rp_tcache *tc, unsigned c, void **ptrs, size_t
         rp_xfer *x = rp_xfer_of(h);
         size_t kept = x ? rp_xfer_put(x, c, ptrs, k, tc) : 0;
         for (size_t i = kept; i < k; i++)
-            ((uint64_t *)ptrs[i])[1] = 0; /* T4 */
+            rp_cache_mark_clear(rp_tc_mark_of(tc, ptrs[i])); /* T4: no longer cached */
         if (kept < k) {
             if (slab)
                 rp_ms_give_back(h, ptrs + kept, k - kept);
@@ -289,8 +284,10 @@ static void flush_run(rp_tcache *tc, unsigned c)
         return;
     void *ptrs[RP_TC_BATCH_MAX + 1];
     size_t n = run->left, stride = rp_slab_stride(c);
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
         ptrs[i] = run->next + i * stride;
+        rp_cache_mark_clear(rp_tc_mark_of(tc, ptrs[i])); /* T4: no longer cached */
+    }
     run->left = 0;
     run->next = NULL;
     __atomic_store_n(&tc->room, tc->room + (ptrdiff_t)(n * rp_tc_class_size(c)), __ATOMIC_RELAXED);
@@ -381,19 +378,25 @@ static void grow_limit(rp_tcache *tc, unsigned c)
         set_limit(tc, c, want);
 }
 
-static void push_slow(rp_tcache *tc, void *p, unsigned c);
+static void push_slow(rp_tcache *tc, void *p, uint8_t *mark, unsigned c);
 
-void rp_tc_push_slow(rp_tcache *tc, void *p, unsigned c)
+void rp_tc_push_slow(rp_tcache *tc, void *p, uint8_t *mark, unsigned c)
 {
     /* free() must leave errno alone; heap trimming on the way may set it. */
     int saved = errno;
-    push_slow(tc, p, c);
+    push_slow(tc, p, mark, c);
     errno = saved;
+}
+
+void rp_tc_unmark_span(const void *p)
+{
+    rp_region *r = rp_pagemap_lookup(p);
+    rp_cache_mark_clear(rp_cache_mark_in(r, p)); /* a cached span block's region keeps marks (T4) */
 }
 
 /* The bin is full: it grows if it may, else its older half is flushed. A bin that can
  * reserve no room at all (limit 0) sends p back to its heap. */
-static void push_slow(rp_tcache *tc, void *p, unsigned c)
+static void push_slow(rp_tcache *tc, void *p, uint8_t *mark, unsigned c)
 {
     rp_tc_bin *bin = &tc->bins[c];
     grow_limit(tc, c);
@@ -407,7 +410,7 @@ static void push_slow(rp_tcache *tc, void *p, unsigned c)
             rp_free(p);
         return;
     }
-    rp_tc_push(tc, p, c);
+    rp_tc_push_bin(tc, bin, p, mark);
 }
 
 int rp_tc_page_push_slow(rp_tcache *tc, void *p, rp_page *d)
@@ -463,8 +466,11 @@ static void *refill_from_slabs(rp_tcache *tc, unsigned c, size_t n)
     }
     rp_tc_run *run = &tc->runs[c];
     if (run_n > 1) {
-        run->next = (char *)first + rp_slab_stride(c);
+        size_t stride = rp_slab_stride(c);
+        run->next = (char *)first + stride;
         run->left = (uint32_t)(run_n - 1);
+        for (size_t i = 1; i < run_n; i++) /* T4: held by the run until handed out */
+            rp_cache_mark_set(rp_tc_mark_of(tc, (char *)first + i * stride));
         __atomic_store_n(&tc->room, tc->room - (ptrdiff_t)((run_n - 1) * cs), __ATOMIC_RELAXED);
     }
     return first;
@@ -535,9 +541,16 @@ void *rp_tc_refill(rp_tcache *tc, unsigned c, size_t size, size_t align)
         return NULL;
     errno = saved; /* a short batch still serves this request */
     __atomic_store_n(&tc->refills, tc->refills + 1, __ATOMIC_RELAXED);
-    /* Push the rest so that the lowest address comes out next. */
-    for (size_t i = got; i-- > 1;)
-        rp_tc_push(tc, blocks[i], c);
+    /* Push the rest so that the lowest address comes out next; a block of a region that
+     * keeps no cache marks (the OS refused them) cannot be cached and goes back. */
+    for (size_t i = got; i-- > 1;) {
+        uint8_t *mark = rp_tc_mark_of(tc, blocks[i]);
+        if (RP_LIKELY(mark != NULL))
+            rp_tc_push_bin(tc, &tc->bins[c], blocks[i], mark);
+        else
+            rp_free(blocks[i]);
+    }
+    errno = saved;
     return blocks[0];
 }
 
@@ -648,7 +661,6 @@ static int seen_before(const void **table, size_t slots, const void *p)
 
 int rp_tc_check(rp_tcache *tc, char *why, size_t len)
 {
-    uint64_t key = tc->key;
     /* T2 and T3 first: they need only the bins, not the blocks. */
     size_t counted = 0, listed = 0;
     void **expect = tc->slot_store;
@@ -705,12 +717,17 @@ int rp_tc_check(rp_tcache *tc, char *why, size_t len)
     for (unsigned c = 0; c < RP_TC_CLASSES && !rc; c++) {
         const rp_tc_bin *bin = &tc->bins[c];
         for (uint32_t k = 0; k < bin->count; k++) {
-            const uint64_t *w = bin->slots[k];
+            const void *w = bin->slots[k];
             size_t size = w && !((uintptr_t)w & (RP_GRANULE - 1)) ? cached_block_size(w) : 0;
             int slab_ok = !rp_ms_contains(w) || size == rp_tc_class_size(c); /* slab class c only */
-            if (size < rp_tc_class_size(c) || size > RP_TC_MAX_CACHED_BLOCK || !slab_ok || w[1] != rp_tc_tag(key, w)) {
-                rc = rp_why(why, len, "T1: block %p in bin %u (%zu bytes) is not a live arena block of the class "
-                                      "carrying its tag", (const void *)w, c, rp_tc_class_size(c));
+            if (size < rp_tc_class_size(c) || size > RP_TC_MAX_CACHED_BLOCK || !slab_ok) {
+                rc = rp_why(why, len, "T1: block %p in bin %u (%zu bytes) is not a live arena block of the class",
+                            w, c, rp_tc_class_size(c));
+                break;
+            }
+            const uint8_t *mark = rp_cache_mark(w);
+            if (!mark || !rp_cache_marked(mark)) {
+                rc = rp_why(why, len, "T4: block %p in bin %u has no cache mark", w, c);
                 break;
             }
             if (seen_before(table, slots, w)) {
@@ -746,6 +763,10 @@ int rp_tc_check(rp_tcache *tc, char *why, size_t len)
                 rp_slab_of(&rp_ms_space, p) != rp_slab_of(&rp_ms_space, run->next)) {
                 rc = rp_why(why, len, "T6: block %p of run %u is not a live slab block of the cache's arena of "
                                       "stride %zu in the run's slab", (const void *)p, c, stride);
+                break;
+            }
+            if (!rp_cache_marked(rp_cache_mark_of_slab(p))) {
+                rc = rp_why(why, len, "T4: block %p of run %u has no cache mark", (const void *)p, c);
                 break;
             }
             if (seen_before(table, slots, p)) {

@@ -14,11 +14,12 @@
  * malloc, and a block freed on one CPU and reused on another is not read on the way):
  *   class bins (bins[c]): span blocks by size class (size_class.h), a stack of pointers
  *     (slots[0 .. count-1], the last one freed on top) in the bin's own stretch of the
- *     cache's slot array. A cached block's word 1 (every span block has at least 16 usable
- *     bytes) holds its "cache tag", key XOR block address: free() compares it to tell
- *     that a block is already cached (double free, whichever thread cached it), with a
- *     false-positive chance of 2^-64. It is only ever written (free) and cleared (malloc),
- *     never trusted: nothing is taken from a block's memory.
+ *     cache's slot array. A cached block is marked in metadata apart from it (its cache mark,
+ *     cache_mark.h): free() reads the mark to tell that a block is held by a cache already
+ *     (a double free, whichever thread cached it, or a block a cache took and never handed
+ *     out), sets it, and malloc clears it. Nothing is read from or written into a cached
+ *     block's memory, so nothing a program writes after a free can change what the cache
+ *     does.
  *     A class bin's limit is a reservation against the cap: the bin may hold up to limit
  *     blocks, and limit * class_size(c) bytes count against the cap whether it holds them or
  *     not. So neither malloc nor free counts bytes: each only compares the bin's count (free
@@ -37,7 +38,7 @@
  * Invariants (rp_malloc_check verifies them for the calling thread's cache):
  *   T1  every block in class bin c is a live span block of an arena of size >= class_size(c)
  *       (at most RP_TC_MAX_CACHED_BLOCK), or a live slab block of an arena's pool of slab
- *       class c (malloc_slabs.h: the same usable size), carrying its tag; every block in page bin n-1 is a
+ *       class c (malloc_slabs.h: the same usable size), its cache mark set; every block in page bin n-1 is a
  *       live page-tier block of an arena of exactly n pages, user pointer at its first page,
  *       with RP_PAGEF_CACHED set; no block is cached twice;
  *   T2  bins[c].slots is bin c's own stretch of slot_store, bin_max[c] slots long; the
@@ -49,19 +50,20 @@
  *   T3  cap - room is the sum of limit * class_size(c) over the class bins (reserved), of
  *       count * pages over the page bins (held) and of left * class_size(c) over the runs
  *       (held, T6), and room >= 0;
- *   T4  a block outside every cache (thread caches and the arenas' transfer caches,
- *       transfer_cache.h) carries neither its tag nor RP_PAGEF_CACHED (malloc clears them
- *       when it hands a block out, a flush before the block goes back to its heap).
+ *   T4  a class-bin block is held by a cache (a thread cache's bin or run, an arena's transfer
+ *       cache, transfer_cache.h) exactly when its cache mark is set, a page-bin block exactly
+ *       when RP_PAGEF_CACHED is set: a refill or a run marks the blocks it takes, malloc clears
+ *       the mark of the block it hands out, a flush or drain clears the marks of the blocks it
+ *       gives back to their heap or pool.
  *   T6  runs[c] (c < RP_SLAB_CLASSES, slabs on: malloc_slabs.h): left blocks of slab class c
  *       from next on, each the class's stride apart, in one slab of the cache's arena's pool:
  *       fresh blocks a refill took (rp_slab_take_fresh) and the cache has not handed out.
- *       They are live to the pool and in no bin, carry no tag and are never written by the
- *       cache: malloc hands them out in address order when bin c is empty and no free is
- *       collected (T5: those are examined first), without reading or writing them, so
- *       memory no program has touched yet stays untouched (and costs no page fault) until
- *       the program writes it. A free() of one (a stale pointer: the
- *       program never got it) is not caught; a block is only in a run if its slab was
- *       empty since it was last freed.
+ *       They are live to the pool and in no bin, marked (T4), and never read or written by
+ *       the cache: malloc hands them out in address order when bin c is empty and no free is
+ *       collected (T5: those are examined first), clearing only their marks, so memory no
+ *       program has touched yet stays untouched (and costs no page fault) until the program
+ *       writes it. A free() of one (the program never got it) finds its mark set and is
+ *       reported.
  *   T5  freed[0 .. freed_n-1] are the pointers into the slab space, outside the near region
  *       (below), that this thread passed to free() since its free batch was last examined, in
  *       call order, each 16-byte aligned, nothing else known about them (free's fast path
@@ -73,11 +75,11 @@
  *       before anything in front of it is read (a user heap's block, foreign memory that may
  *       be unmapped by then).
  * The free batch (T5) makes a free cheap when the block was last written by another CPU (a
- * producer/consumer program): free() prefetches the block's first line for writing (the
- * cache tag goes there) and records the pointer, and the batch is examined when it is full
+ * producer/consumer program): free() prefetches the block's cache mark for writing and
+ * records the pointer, and the batch is examined when it is full
  * (its lines have arrived by then), when the thread misses in a bin or allocates past its
  * cache, reallocates, flushes, and at thread exit. Examining a pointer is what free() did at
- * its call before: the slab's allocated bit, the double-free check by tag and the push into
+ * its call before: the slab's allocated bit, the double-free check by mark and the push into
  * its bin, or a report (at most freed_limit - 1 frees after the call that passed it).
  * freed_limit is option free_batch (default 32); 1 examines every free at its call, and so
  * do caches with cap 0 and the debug flavour (which sees every free at once).
@@ -105,6 +107,7 @@
 #include <stdint.h>
 
 #include "src/bits.h"
+#include "cache_mark.h"
 #include "src/heap.h"
 #include "size_class.h"
 #include "src/slab.h"
@@ -147,7 +150,6 @@ typedef struct rp_tc_run {
 } rp_tc_run;
 
 typedef struct rp_tcache {
-    uint64_t key;            /* the process's cache key (copied for locality) */
     rp_mac_key block_key;    /* the arenas' block-check key (A3 in arena.h) */
     ptrdiff_t room;          /* T3: bytes not reserved by a class bin nor held by a page
                                 bin. Written by the owner (relaxed atomic), read by stats */
@@ -161,6 +163,7 @@ typedef struct rp_tcache {
     uintptr_t slab_lo;       /* the slab space (malloc_slabs.h), for free()'s range test; */
     size_t slab_len;         /* slab_len 0 when slabs are off */
     const uint64_t *slab_meta, *slab_bits; /* its metadata words and bitmaps (slab.h) */
+    uint8_t *slab_marks;     /* its cache marks (cache_mark.h) */
     rp_tc_bin bins[RP_TC_CLASSES];
     rp_tc_pbin pbins[RP_TC_PAGE_BINS];
     void *freed[RP_TC_FREED_MAX]; /* T5 */
@@ -187,11 +190,16 @@ int rp_tc_setup(void);
  * NULL when it cannot (see rp_tc_self); the caller then allocates directly from the heap. */
 rp_tcache *rp_tc_get_slow(void);
 
-/* The tag a cached block p carries in word 1 (T4). A block's size cannot change while it is
- * cached (it is live to its heap), so the address alone tells blocks apart. */
-static inline uint64_t rp_tc_tag(uint64_t key, const void *p)
+/* The cache mark of p, a block a class bin may hold (T4, cache_mark.h): the slab space's from
+ * the cache's own copy of its range; a span block's through the address map. NULL when its
+ * memory keeps no marks. */
+static inline uint8_t *rp_tc_mark_of(const rp_tcache *tc, const void *p)
 {
-    return key ^ (uint64_t)(uintptr_t)p;
+    uintptr_t off = (uintptr_t)p - tc->slab_lo;
+    if (RP_LIKELY(off < tc->slab_len))
+        return tc->slab_marks + (off >> 4);
+    rp_region *r = rp_pagemap_lookup(p);
+    return r ? rp_cache_mark_in(r, p) : NULL;
 }
 
 /* Can class c's run (T6) serve a request aligned to align: c a slab class, blocks left, the
@@ -201,12 +209,13 @@ static inline int rp_tc_run_ready(const rp_tcache *tc, unsigned c, size_t align)
     return c < RP_SLAB_CLASSES && tc->runs[c].left && ((uintptr_t)tc->runs[c].next & (align - 1)) == 0;
 }
 
-/* Hands out the next block of run c (non-empty, T6): neither reads nor writes the block. Its
- * bytes no longer count against the cap (T3). */
+/* Hands out the next block of run c (non-empty, T6): neither reads nor writes the block, only
+ * clears its mark (T4). Its bytes no longer count against the cap (T3). */
 static inline void *rp_tc_run_take(rp_tcache *tc, unsigned c)
 {
     rp_tc_run *run = &tc->runs[c];
     char *p = run->next;
+    rp_cache_mark_clear(tc->slab_marks + (((uintptr_t)p - tc->slab_lo) >> 4));
     run->next = p + rp_slab_stride(c);
     run->left--;
     __atomic_store_n(&tc->room, tc->room + (ptrdiff_t)rp_tc_class_size(c), __ATOMIC_RELAXED);
@@ -220,37 +229,44 @@ static inline void *rp_tc_top(const rp_tcache *tc, unsigned c)
     return bin->count ? bin->slots[bin->count - 1] : NULL;
 }
 
-/* Hands out the top block of a non-empty class bin: reads the bin and the slot, writes the
- * block's word 1 (its tag is cleared, T4) without reading the block. Nothing is counted: the
- * room stays reserved for the bin (T3). */
-static inline void *rp_tc_pop_bin(rp_tc_bin *bin)
+/* Clears the mark of a span block a class bin handed out (out of line: the address map). */
+void rp_tc_unmark_span(const void *p);
+
+/* Hands out the top block of a non-empty class bin: reads the bin and the slot and clears the
+ * block's cache mark (T4), without reading or writing the block. Nothing is counted: the room
+ * stays reserved for the bin (T3). */
+static inline void *rp_tc_pop_bin(rp_tcache *tc, rp_tc_bin *bin)
 {
     size_t n = (size_t)bin->count - 1;
-    uint64_t *w = (uint64_t *)bin->slots[n];
+    void *p = bin->slots[n];
     __atomic_store_n(&bin->count, (uint32_t)n, __ATOMIC_RELAXED);
-    w[1] = 0; /* T4 */
-    return w;
+    uintptr_t off = (uintptr_t)p - tc->slab_lo;
+    if (RP_LIKELY(off < tc->slab_len))
+        rp_cache_mark_clear(tc->slab_marks + (off >> 4));
+    else
+        rp_tc_unmark_span(p);
+    return p;
 }
 
 /* The top block of non-empty class bin c, handed out (rp_tc_pop_bin). */
-static inline void *rp_tc_pop(rp_tcache *tc, unsigned c) { return rp_tc_pop_bin(&tc->bins[c]); }
+static inline void *rp_tc_pop(rp_tcache *tc, unsigned c) { return rp_tc_pop_bin(tc, &tc->bins[c]); }
 
 /* Slow path of rp_tc_push: the bin is full (at its limit, which may grow). */
-void rp_tc_push_slow(rp_tcache *tc, void *p, unsigned c);
+void rp_tc_push_slow(rp_tcache *tc, void *p, uint8_t *mark, unsigned c);
 
-/* Caches the span block p (user pointer) in bin (its size's floor class's); tag =
- * rp_tc_tag(tc->key, p), which the caller has computed for its double-free check. The bin's
- * limit is all it tests: the room is reserved already (T3). */
-static inline void rp_tc_push_bin(rp_tcache *tc, rp_tc_bin *bin, void *p, uint64_t tag)
+/* Caches the block p (user pointer) in bin (its size's floor class's) and sets its cache mark
+ * (T4), which the caller has found clear. The bin's limit is all it tests: the room is
+ * reserved already (T3). */
+static inline void rp_tc_push_bin(rp_tcache *tc, rp_tc_bin *bin, void *p, uint8_t *mark)
 {
     size_t n = bin->count;
     if (RP_UNLIKELY(n >= bin->limit)) {
-        rp_tc_push_slow(tc, p, (unsigned)(bin - tc->bins));
+        rp_tc_push_slow(tc, p, mark, (unsigned)(bin - tc->bins));
         return;
     }
     bin->slots[n] = p;
     __atomic_store_n(&bin->count, (uint32_t)(n + 1), __ATOMIC_RELAXED);
-    ((uint64_t *)p)[1] = tag;
+    rp_cache_mark_set(mark);
 }
 
 /* The bin of a span block of size bytes (a multiple of 16, at most RP_TC_SMALL_MAX): the
@@ -262,10 +278,11 @@ static inline rp_tc_bin *rp_tc_small_bin_of_block(rp_tcache *tc, size_t size)
     return (rp_tc_bin *)(void *)((char *)tc->bins + (size - 32));
 }
 
-/* Caches the span block p in class bin c (p's floor class). */
+/* Caches a block a refill just took (its mark clear, in memory that keeps marks) in class
+ * bin c (p's floor class). */
 static inline void rp_tc_push(rp_tcache *tc, void *p, unsigned c)
 {
-    rp_tc_push_bin(tc, &tc->bins[c], p, rp_tc_tag(tc->key, p));
+    rp_tc_push_bin(tc, &tc->bins[c], p, rp_tc_mark_of(tc, p));
 }
 
 /* Miss in class bin c for a request of size bytes aligned to align (16, or a power of two
@@ -339,9 +356,6 @@ void rp_tc_totals(size_t *caches, size_t *bytes, uint64_t *refills, uint64_t *fl
 
 /* The cap every cache gets (option cache_bytes; 0 in the debug flavour). */
 size_t rp_tc_cap(void);
-
-/* The process's cache key (valid once rp_tc_setup ran; 0 before: then nothing is cached). */
-uint64_t rp_tc_key(void);
 
 /* The cache list's lock across fork; the child drops every cache but its own. */
 void rp_tc_fork_prepare(void);

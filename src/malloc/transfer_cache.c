@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "arena.h"
+#include "cache_mark.h"
 #include "src/batch.h"
 #include "src/header_snapshot.h"
 #include "malloc_slabs.h"
@@ -86,7 +87,7 @@ size_t rp_xfer_drain(rp_xfer *x, rp_heap *h)
              * blocks after them to its heap. */
             size_t slabs = 0;
             for (size_t i = 0; i < n; i++) {
-                ((uint64_t *)ptrs[i])[1] = 0; /* no longer cached (T4 of thread_cache.h) */
+                rp_cache_mark_clear(rp_cache_mark(ptrs[i])); /* no longer cached (T4 of thread_cache.h) */
                 if (rp_ms_contains(ptrs[i])) {
                     void *t = ptrs[i];
                     ptrs[i] = ptrs[slabs];
@@ -125,7 +126,6 @@ static size_t batch_block_size(const rp_heap *h, const void *p)
 
 int rp_xfer_check(rp_xfer *x, rp_heap *h, char *why, size_t len)
 {
-    uint64_t key = rp_tc_key();
     int rc = 0;
     size_t total = 0;
     rp_lock_acquire(&x->lock);
@@ -153,13 +153,14 @@ int rp_xfer_check(rp_xfer *x, rp_heap *h, char *why, size_t len)
     for (unsigned c = 0; c < RP_TC_CLASSES && !rc; c++) {
         for (unsigned k = 0; k < x->n[c] && !rc; k++) {
             for (unsigned i = 0; i < x->count[c][k]; i++) {
-                const uint64_t *w = x->store[c][k][i];
+                const void *w = x->store[c][k][i];
                 size_t size = batch_block_size(h, w);
                 int slab_ok = !rp_ms_contains(w) || size == rp_tc_class_size(c); /* slab class c only */
-                if (size < rp_tc_class_size(c) || size > RP_TC_MAX_CACHED_BLOCK || !slab_ok ||
-                    w[1] != rp_tc_tag(key, w)) {
+                const uint8_t *mark = size ? rp_cache_mark(w) : NULL;
+                if (size < rp_tc_class_size(c) || size > RP_TC_MAX_CACHED_BLOCK || !slab_ok || !mark ||
+                    !rp_cache_marked(mark)) {
                     rc = rp_why(why, len, "X1: block %p in a batch of class %u is not a live block of '%s' of the "
-                                          "class carrying its tag", (const void *)w, c, h->name);
+                                          "class with its cache mark set", w, c, h->name);
                     break;
                 }
             }

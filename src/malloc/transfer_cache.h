@@ -13,14 +13,14 @@
  * A batch is an array of at most RP_XFER_BATCH pointers in the transfer cache's own store
  * (mapped apart from the heaps): moving blocks in and out copies pointers and reads no
  * block's memory, which matters most here, where the blocks were last written by another
- * CPU. Its blocks still carry their cache tags (thread_cache.h), so they still count as
+ * CPU. Its blocks keep their cache marks (cache_mark.h), so they still count as
  * cached: a free() of one of them is a double free, reported as for any cached block. Each
  * block counts rp_tc_class_size(c) bytes, as in a thread cache.
  *
  * Invariants (rp_xfer_check verifies them under the lock):
  *   X1  every block on a batch of class c is a live span block of this arena of at least
  *       rp_tc_class_size(c) bytes, or a live slab block of slab class c of this arena's pool
- *       (malloc_slabs.h), carrying its tag;
+ *       (malloc_slabs.h), its cache mark set (cache_mark.h);
  *   X2  n[c] <= RP_XFER_SLOTS; batch k < n[c] of class c holds count[c][k] blocks, 1 ..
  *       RP_XFER_BATCH, in store[c][k][0 .. count-1]; with no store, n[c] == 0;
  *   X3  bytes is the sum over the batches of count * rp_tc_class_size(c), and bytes <= cap.
@@ -63,7 +63,7 @@ void rp_xfer_init(rp_xfer *x, size_t cap);
 /* The transfer cache of h, or NULL (not an arena, or it has none). */
 static inline rp_xfer *rp_xfer_of(const rp_heap *h) { return (rp_xfer *)h->malloc_state; }
 
-/* Offers n blocks of class c (blocks of x's arena, tagged as X1 says), as batches of at most
+/* Offers n blocks of class c (blocks of x's arena, marked as X1 says), as batches of at most
  * RP_XFER_BATCH, from thread cache `giver` (recorded with each batch). Returns how many x
  * took, ptrs[0 .. taken-1]; the caller keeps the rest. */
 size_t rp_xfer_put(rp_xfer *x, unsigned c, void *const *ptrs, size_t n, const void *giver);
@@ -76,7 +76,7 @@ size_t rp_xfer_put(rp_xfer *x, unsigned c, void *const *ptrs, size_t n, const vo
 size_t rp_xfer_take(rp_xfer *x, unsigned c, size_t want, size_t max_count, void **out, const void *taker,
                     int *from_others);
 
-/* Returns every batch's blocks to heap h (x's arena): their tags are cleared and they are
+/* Returns every batch's blocks to heap h (x's arena): their cache marks are cleared and they are
  * freed. Returns the number of blocks. */
 size_t rp_xfer_drain(rp_xfer *x, rp_heap *h);
 
