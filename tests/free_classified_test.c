@@ -22,6 +22,7 @@
 #include "rampart_malloc.h"
 #include "src/block.h"
 #include "src/malloc/arena.h"
+#include "report_count.h"
 #include "testing.h"
 
 #ifndef RP_MALLOC_COEXISTS
@@ -33,15 +34,6 @@ static void *(*volatile do_malloc)(size_t) = malloc;
 static void (*volatile do_free)(void *) = free;
 
 static int ignoring; /* run with ignore_foreign_free=1 */
-static int reports[RP_ERR_KIND_COUNT];
-static const void *last_address;
-
-static void count_report(const rp_report *r, void *arg)
-{
-    (void)arg;
-    reports[r->kind]++;
-    last_address = r->address;
-}
 
 /* Reports a foreign free earns here: none where they are ignored. */
 static int foreign_reports(void) { return ignoring || RP_MALLOC_COEXISTS ? 0 : 1; }

@@ -26,6 +26,7 @@
 #include "src/malloc/malloc_slabs.h"
 #include "src/malloc/thread_cache.h"
 #include "src/region.h"
+#include "report_count.h"
 #include "testing.h"
 
 #ifndef RP_MALLOC_COEXISTS
@@ -35,14 +36,6 @@
 static void *(*volatile do_malloc)(size_t) = malloc;
 static void (*volatile do_free)(void *) = free;
 
-static int reports[RP_ERR_KIND_COUNT];
-static const void *last_address;
-static void count_report(const rp_report *r, void *arg)
-{
-    (void)arg;
-    reports[r->kind]++;
-    last_address = r->address;
-}
 
 /* Examines the thread's collected frees (slab frees may wait in its batch, T5). */
 static void settle(void)
