@@ -6,7 +6,8 @@
  * measurement. Figures are only checked for being measured (positive, plausible ratios),
  * never for speed: the machine's load must not make this test fail.
  *
- * Arguments: the rpbench binary and the stand-in suite's bench.sh. Needs python3 and sqlite3 for
+ * Arguments: rpbench, the stand-in suite's bench.sh and tools/rpbench_markdown.py (whose
+ * generated section of a document is checked too). Needs python3 and sqlite3 for
  * the program scenario and cmake for the stand-in suite (the setup
  * script installs both). */
 #define _GNU_SOURCE
@@ -23,6 +24,7 @@
 static const char *rpbench;
 static char tmpdir[512];
 static char fake_suite[4096]; /* testdata/fake_mimalloc_bench */
+static char markdown[4096];   /* tools/rpbench_markdown.py */
 
 static char *slurp(const char *path)
 {
@@ -35,6 +37,8 @@ static char *slurp(const char *path)
     buf[n] = 0;
     return buf;
 }
+
+static void test_markdown(const char *json);
 
 static int positive(const jv *v) { return v && v->type == JV_NUMBER && jv_num(v) > 0; }
 
@@ -140,6 +144,8 @@ static void test_full_run(void)
         jv_free(doc);
     }
 
+    test_markdown(json);
+
     text = slurp(svg);
     REQUIRE(text != NULL);
     CHECK(strncmp(text, "<svg", 4) == 0 || strncmp(text, "<?xml", 5) == 0);
@@ -168,6 +174,36 @@ static jv *run_for_json(char **argv, const char *json, child_result *r)
     jv *doc = jv_parse(text, err, sizeof err);
     CHECKF(doc != NULL, "JSON: %s", err);
     return doc;
+}
+
+/* tools/rpbench_markdown.py on the run's JSON: the section between the markers is written,
+ * then replaced (never appended) by a second run, and the prose around it is kept. */
+static void test_markdown(const char *json)
+{
+    char doc[600];
+    snprintf(doc, sizeof doc, "%s/BENCHMARKS.md", tmpdir);
+    FILE *f = fopen(doc, "w");
+    REQUIRE(f != NULL);
+    fputs("# Benchmarks\n\nProse before.\n", f);
+    fclose(f);
+    for (int run = 0; run < 2; run++) {
+        char *argv[] = {"/usr/bin/env", "python3", markdown, (char *)json, "--doc", doc, NULL};
+        static child_result r;
+        REQUIRE(run_argv(argv, NULL, &r) == 0);
+        CHECKF(r.exited && r.code == 0, "rpbench_markdown.py: status %d:\n%s", r.code, r.err);
+        if (run == 0) { /* prose after the section, which the second run must keep too */
+            f = fopen(doc, "a");
+            REQUIRE(f != NULL);
+            fputs("\nProse after.\n", f);
+            fclose(f);
+        }
+    }
+    const char *text = slurp(doc);
+    REQUIRE(text != NULL);
+    const char *begin = strstr(text, "<!-- rpbench-table:begin");
+    CHECKF(begin && !strstr(begin + 1, "<!-- rpbench-table:begin"), "one generated section expected:\n%s", text);
+    CHECKF(strstr(text, "Prose before.") && strstr(text, "Prose after.") && strstr(text, "| seed | 100/64 | ns/op |"),
+           "document after two runs:\n%s", text);
 }
 
 /* --help: the options on stdout, status 0, nothing measured. */
@@ -300,7 +336,7 @@ static void test_bad_options(void)
 
 int main(int argc, char **argv)
 {
-    REQUIRE(argc == 3);
+    REQUIRE(argc == 4);
     rpbench = realpath(argv[1], NULL);
     REQUIRE(rpbench != NULL);
     /* The stand-in suite's folder: the one that holds bench.sh. */
@@ -309,6 +345,7 @@ int main(int argc, char **argv)
     snprintf(fake_suite, sizeof fake_suite, "%s%s%s", argv[2][0] == '/' ? "" : cwd, argv[2][0] == '/' ? "" : "/",
              argv[2]);
     *strrchr(fake_suite, '/') = 0;
+    snprintf(markdown, sizeof markdown, "%s%s%s", argv[3][0] == '/' ? "" : cwd, argv[3][0] == '/' ? "" : "/", argv[3]);
     const char *t = getenv("TEST_TMPDIR");
     snprintf(tmpdir, sizeof tmpdir, "%s", t && t[0] ? t : "/tmp");
     test_help();

@@ -173,8 +173,9 @@ void plan_progress(void);
 /* Reports (rpbench_report.c): the tables and the comparisons, on stdout. */
 void print_report(void);
 
-/* JSON (rpbench_json.c): every figure's median and samples. 0, or -1 with errno. */
-int write_json(const char *path, const char *machine, const char *when);
+/* JSON (rpbench_json.c): the run (date, machine, command line) and every figure's median and
+ * samples. 0, or -1 with errno. */
+int write_json(const char *path, const char *machine, const char *when, const char *command);
 
 /* Charts (rpbench_chart.c): every scenario measured, median and range. 0, or -1 with errno. */
 int write_charts(const char *path, const char *caption);

@@ -185,12 +185,13 @@ static void write_grid(FILE *f)
     fprintf(f, "}}");
 }
 
-int write_json(const char *path, const char *machine, const char *when)
+int write_json(const char *path, const char *machine, const char *when, const char *command)
 {
     FILE *f = fopen(path, "w");
     if (!f)
         return -1;
-    fprintf(f, "{\n  \"date\": \"%s\",\n  \"machine\": \"%s\",\n  \"scenarios\": [", when, machine);
+    fprintf(f, "{\n  \"date\": \"%s\",\n  \"machine\": \"%s\",\n  \"command\": \"%s\",\n  \"scenarios\": [", when,
+            machine, command);
     for (int sc = 0, first = 1; sc < SC_COUNT; sc++)
         if (scenario_on[sc]) {
             fprintf(f, "%s\"%s\"", first ? "" : ", ", scenario_names[sc]);

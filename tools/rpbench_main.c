@@ -429,6 +429,17 @@ int main(int argc, char **argv)
         fprintf(stderr, "rpbench: rampart: %s\n", res_alloc[0].why);
         return 1;
     }
+    /* The command line, for the JSON (and the documents generated from it). */
+    static char command[2048];
+    size_t used = 0;
+    for (int i = 0; i < argc && used < sizeof command - 1; i++) {
+        int n = snprintf(command + used, sizeof command - used, "%s%s", i ? " " : "rpbench",
+                         i ? argv[i] : "");
+        used += n > 0 ? (size_t)n : 0;
+    }
+    for (char *q = command; *q; q++) /* kept printable and free of JSON's special characters */
+        if (*q == '"' || *q == '\\' || (unsigned char)*q < 32)
+            *q = '?';
     char machine[320], when[64];
     machine_line(machine, sizeof machine);
     time_t now = time(NULL);
@@ -439,7 +450,7 @@ int main(int argc, char **argv)
     int status = measure_all() != 0;
     print_report();
     printf("\n(%.0f s)\n", (double)time(NULL) - t0);
-    if (c.json && write_json(json_path, machine, when) != 0) {
+    if (c.json && write_json(json_path, machine, when, command) != 0) {
         fprintf(stderr, "rpbench: cannot write %s: %s\n", json_path, strerror(errno));
         status = 1;
     }
