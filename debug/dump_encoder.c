@@ -140,3 +140,15 @@ int rpd_enc_finish(rpd_encoder *e)
     }
     return 0;
 }
+
+void rpd_enc_stack(rpd_encoder *e, uint32_t id, const uintptr_t *frames, unsigned n)
+{
+    if (n > RPD_MAX_FRAMES)
+        n = RPD_MAX_FRAMES;
+    uint8_t raw[RPD_STACK_HEAD_BYTES + 8 * RPD_MAX_FRAMES];
+    rpd_put32(raw, id);
+    rpd_put32(raw + 4, n);
+    for (unsigned i = 0; i < n; i++)
+        rpd_put64(raw + RPD_STACK_HEAD_BYTES + 8 * i, frames[i]);
+    rpd_enc_record(e, raw, RPD_STACK_HEAD_BYTES + 8 * (size_t)n);
+}

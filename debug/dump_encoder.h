@@ -40,6 +40,10 @@ void rpd_enc_put(rpd_encoder *e, const void *p, size_t n);
 /* Appends n bytes and counts one record. */
 void rpd_enc_record(rpd_encoder *e, const void *p, size_t n);
 
+/* Appends one STACKS record (u32 id, u32 n, n u64 frames) and counts it; frames beyond
+ * RPD_MAX_FRAMES are dropped. */
+void rpd_enc_stack(rpd_encoder *e, uint32_t id, const uintptr_t *frames, unsigned n);
+
 /* Closes the open section (its table entry gets length, count and checksum). */
 void rpd_enc_end(rpd_encoder *e);
 

@@ -292,6 +292,26 @@ void rpd_quarantine_decode(const uint8_t in[RPD_QUARANTINE_BYTES], rpd_quarantin
     q->enabled = rpd_get32(in + 24);
 }
 
+void rpd_sample_encode(const rpd_sample *s, uint8_t out[RPD_SAMPLE_BYTES])
+{
+    rpd_put64(out, s->addr);
+    rpd_put64(out + 8, s->size);
+    rpd_put64(out + 16, s->rate);
+    rpd_put64(out + 24, s->age_ns);
+    rpd_put32(out + 32, s->stack);
+    rpd_put32(out + 36, s->flags);
+}
+
+void rpd_sample_decode(const uint8_t in[RPD_SAMPLE_BYTES], rpd_sample *s)
+{
+    s->addr = rpd_get64(in);
+    s->size = rpd_get64(in + 8);
+    s->rate = rpd_get64(in + 16);
+    s->age_ns = rpd_get64(in + 24);
+    s->stack = rpd_get32(in + 32);
+    s->flags = rpd_get32(in + 36);
+}
+
 void rpd_mapping_head_encode(const rpd_mapping *m, uint8_t out[RPD_MAPPING_HEAD_BYTES])
 {
     rpd_put64(out, m->start);
@@ -348,7 +368,7 @@ const char *rpd_region_kind_name(unsigned kind)
 
 const char *rpd_section_name(unsigned type)
 {
-    static const char *const names[] = {NULL,     "process",    "heap",   "regions", "classes",
-                                        "blocks", "quarantine", "stacks", "mappings"};
+    static const char *const names[] = {NULL,         "process", "heap",     "regions", "classes",
+                                        "blocks",     "quarantine", "stacks", "mappings", "samples"};
     return name_of(type, names, sizeof names / sizeof names[0]);
 }

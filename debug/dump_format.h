@@ -1,4 +1,4 @@
-/* The rampart heap dump format, version 1.2 — see debug/DUMP_FORMAT.md for the prose.
+/* The rampart heap dump format, version 1.3 — see debug/DUMP_FORMAT.md for the prose.
  *
  * This file holds the format itself: constants, the record layouts with their encoders and
  * decoders, and the checksum (CRC-32C). The writer (debug/dump_writer.c) and the reader
@@ -28,7 +28,7 @@
 #define RPD_END_MAGIC "\x89RPDEND\n"
 #define RPD_MAGIC_BYTES 8
 #define RPD_VERSION_MAJOR 1        /* readers refuse a newer major version */
-#define RPD_VERSION_MINOR 2        /* minor versions only append fields / add section types */
+#define RPD_VERSION_MINOR 3        /* minor versions only append fields / add section types */
 #define RPD_BYTE_ORDER_LITTLE 1
 
 #define RPD_HEADER_BYTES 32
@@ -45,6 +45,8 @@ enum rpd_section_type {
     RPD_SEC_QUARANTINE = 6, /* one rpd_quarantine record (per heap) */
     RPD_SEC_STACKS = 7,     /* variable records: the stack depot (process-wide) */
     RPD_SEC_MAPPINGS = 8,   /* variable records: executable mappings (process-wide) */
+    RPD_SEC_SAMPLES = 9,    /* rpd_sample records (process-wide): the heap profiler's sampled
+                               live blocks (1.3; optional) */
 };
 #define RPD_NO_HEAP 0xffffffffu /* heap index of process-wide sections */
 
@@ -175,6 +177,21 @@ typedef struct rpd_quarantine {
     uint32_t enabled;     /* 1 in the debug flavour */
 } rpd_quarantine;
 
+/* A sampled live block (the heap profiler's): what it stands for is estimated from its size
+ * and the sampling rate in force when it was sampled (DUMP_FORMAT.md; the reader's
+ * rpd_sample_weight computes it). */
+#define RPD_SAMPLE_BYTES 40
+#define RPD_AGE_UNKNOWN UINT64_MAX
+typedef struct rpd_sample {
+    uint64_t addr;   /* user pointer of the sampled block */
+    uint64_t size;   /* bytes requested */
+    uint64_t rate;   /* mean sampling interval in bytes (Poisson sampling of the allocated bytes);
+                        0: every allocation is recorded (the sample stands for itself) */
+    uint64_t age_ns; /* nanoseconds from the allocation to the dump; RPD_AGE_UNKNOWN */
+    uint32_t stack;  /* allocation stack id (0 = none) */
+    uint32_t flags;  /* reserved, 0 */
+} rpd_sample;
+
 /* Stack record: u32 id, u32 nframes, then nframes u64 return addresses (innermost first). */
 #define RPD_STACK_HEAD_BYTES 8
 /* Mapping record: the fixed head below, build_id_len bytes of build-id, path_len bytes of
@@ -239,6 +256,8 @@ void rpd_block_encode(const rpd_block *b, uint8_t out[RPD_BLOCK_BYTES]);
 void rpd_block_decode(const uint8_t in[RPD_BLOCK_BYTES], rpd_block *b);
 void rpd_quarantine_encode(const rpd_quarantine *q, uint8_t out[RPD_QUARANTINE_BYTES]);
 void rpd_quarantine_decode(const uint8_t in[RPD_QUARANTINE_BYTES], rpd_quarantine *q);
+void rpd_sample_encode(const rpd_sample *s, uint8_t out[RPD_SAMPLE_BYTES]);
+void rpd_sample_decode(const uint8_t in[RPD_SAMPLE_BYTES], rpd_sample *s);
 void rpd_mapping_head_encode(const rpd_mapping *m, uint8_t out[RPD_MAPPING_HEAD_BYTES]);
 void rpd_mapping_head_decode(const uint8_t in[RPD_MAPPING_HEAD_BYTES], rpd_mapping *m);
 

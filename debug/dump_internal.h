@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "debug/dump_encoder.h"
+#include "debug/rampart_dump.h"
 #include "src/rampart.h"
 
 /* dump_writer.c: writes a dump of `only` (NULL = every heap) to fd. reason: RPD_REASON_*;
@@ -22,8 +23,14 @@ int rpd_dump_to_path_for(const char *pattern, unsigned reason, char *path_out, s
 /* dump_mappings.c: writes the MAPPINGS section (executable segments with build-ids). */
 void rpd_write_mappings(rpd_encoder *e);
 
-/* The STACKS section: the stack depot in the debug bundle (dump_stacks_depot.c), empty in
- * release (dump_stacks_none.c). */
+/* The STACKS section: the stack depot in the debug bundle (dump_stacks_depot.c), the sample
+ * source's stacks in release (dump_stacks_sampler.c). */
 void rpd_write_stacks(rpd_encoder *e);
+
+/* dump_samples.c: the registered sample source (rampart_dump.h), or NULL. */
+const rp_dump_sample_source *rpd_sample_source(void);
+
+/* dump_samples.c: writes the SAMPLES section from src (an empty section when NULL). */
+void rpd_write_samples(rpd_encoder *e, const rp_dump_sample_source *src);
 
 #endif

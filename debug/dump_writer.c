@@ -2,8 +2,9 @@
  *
  * For each heap, under its lock: the regions, the free-space classes with the core's
  * counters, every block in address order (the internal walk engine), the quarantine totals
- * and the heap record (counters and configuration). Then, with no heap locked, the stack
- * depot and the executable mappings. Memory: one scratch mapping from the OS holding the
+ * and the heap record (counters and configuration). Then, with no heap locked, the heap
+ * profiler's samples (if a sample source is registered), the stacks and the executable
+ * mappings. Memory: one scratch mapping from the OS holding the
  * write buffer and the section table; nothing comes from a heap. Read-only: the writer never
  * changes a heap. */
 #define _GNU_SOURCE
@@ -31,7 +32,7 @@
 
 #define WRITE_BUFFER_BYTES ((size_t)64 << 10)
 #define SECTIONS_PER_HEAP 5 /* regions, classes, blocks, quarantine, heap */
-#define PROCESS_SECTIONS 3  /* process, stacks, mappings */
+#define PROCESS_SECTIONS 4  /* process, samples, stacks, mappings */
 #define EXTRA_HEAPS 8       /* room for heaps created between counting and dumping */
 
 typedef struct dump_session {
@@ -318,6 +319,7 @@ int rpd_write_dump(int fd, rp_heap *only, unsigned reason, uint64_t sequence)
         write_heap(&s, only);
     else
         rp_heaps_foreach(dump_one_of_all, &s);
+    rpd_write_samples(&s.enc, rpd_sample_source());
     rpd_write_stacks(&s.enc);
     rpd_write_mappings(&s.enc);
     return session_close(&s);

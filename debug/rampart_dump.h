@@ -33,6 +33,7 @@
 #define RAMPART_DUMP_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "rampart.h"
 
@@ -58,6 +59,46 @@ int rp_dump_all(int fd);
  * -1 with errno (ENAMETOOLONG when the expanded path does not fit in 4096 bytes, the errors
  * of open(2), write(2) and rename(2)). */
 int rp_dump_to_path(const char *pattern, char *path_out, size_t len);
+
+/* ---- sampled heap profiles -----------------------------------------------------------------
+ * A heap profiler (the malloc drop-in's sampler, or a program's own) hands its sampled live
+ * blocks to every dump through a sample source. Each dump then carries them in its samples
+ * section (debug/DUMP_FORMAT.md), with the sampler's stacks when the flavour has no stack
+ * depot, and rpdump's sites, flame, pprof, diff and timeline count each sample as the blocks
+ * and bytes it stands for: 1/p blocks and size/p bytes, p = 1 - exp(-size/rate), the
+ * probability that Poisson sampling of the allocated bytes at mean interval `rate` picks a
+ * block of `size` bytes (rate 0: every block is recorded, p = 1). */
+
+/* One sampled block that is still allocated. */
+typedef struct rp_dump_sample {
+    const void *addr;  /* the pointer the allocation returned */
+    size_t size;       /* bytes requested */
+    size_t rate;       /* mean sampling interval in bytes when it was sampled (0: not sampled,
+                          every allocation recorded) */
+    uint64_t alloc_ns; /* CLOCK_MONOTONIC time of the allocation in ns; 0 = unknown */
+    uint32_t stack;    /* its allocation stack's id (0 = none) */
+} rp_dump_sample;
+
+/* Callbacks the source calls once per sample / per stack; a non-zero return asks it to stop
+ * (the dump's output failed). */
+typedef int (*rp_dump_sample_fn)(void *arg, const rp_dump_sample *sample);
+typedef int (*rp_dump_stack_fn)(void *arg, uint32_t id, const uintptr_t *frames, unsigned nframes);
+
+typedef struct rp_dump_sample_source {
+    /* Calls put for every live sampled block, in any order. Called once per dump, in the
+     * thread writing it, with no heap lock held; it may take the sampler's own lock, and must
+     * not allocate from a heap or call the dump API. */
+    void (*foreach_sample)(void *ctx, rp_dump_sample_fn put, void *arg);
+    /* Calls put for every stack a sample may name (ids never 0 and never reused, frames
+     * innermost first, at most 64 are kept), after foreach_sample. In the debug flavour stacks
+     * come from the stack depot: set NULL there and give depot ids in the samples. */
+    void (*foreach_stack)(void *ctx, rp_dump_stack_fn put, void *arg);
+    void *ctx;
+} rp_dump_sample_source;
+
+/* Makes every later dump read source (which must stay valid until replaced); NULL removes
+ * it. Safe to call from any thread; a dump already being written keeps the source it read. */
+void rp_dump_set_sample_source(const rp_dump_sample_source *source);
 
 #ifdef __cplusplus
 }

@@ -1,7 +1,7 @@
 /* dump_parser: arbitrary bytes into rpdump's reader (tools/rpdump: dump_parser.c,
  * parse_buffer.c, dump_check.c) and, for every dump it accepts, into the subcommands
- * themselves (summary, blocks, sites and sites --folded, check, diff, pprof, timeline, map,
- * flame; text and --json), in process.
+ * themselves (summary, blocks, sites, sites --folded and --from samples, check, diff,
+ * pprof, timeline, map, flame; text and --json), in process.
  *
  * Each input is parsed as given, then as a copy whose checksums dump_repair.h rewrites, so
  * mutations of real dumps get past the CRCs to the checks behind them.
@@ -100,6 +100,9 @@ static void run_commands(rpd_input *in, const char *heap, size_t violations)
         expect_command(cmd_blocks(in, &o), "blocks", json);
         o.limit = 20;
         expect_command(cmd_sites(in, &o), "sites", json);
+        o.from = RPD_FROM_SAMPLES; /* the heap profiler's samples, whatever the flavour */
+        expect_command(cmd_sites(in, &o), "sites --from samples", json);
+        o.from = RPD_FROM_AUTO;
         o.limit = 0;
         int rc = cmd_check(in, &o);
         expect_command(rc, "check", json);

@@ -1,9 +1,11 @@
 /* Dump format compatibility (debug/DUMP_FORMAT.md, "Compatibility"): this writer's files are
- * version 1.2, whose process record carries the dump time's nanoseconds and whose heap
- * record ends with purge_delay_ms (368 bytes, since 1.1); rpdump still reads 1.1 files (no
- * nanoseconds) and 1.0 files, whose heap record stops before purge_delay_ms (360 bytes), and
- * says a field is not recorded instead of inventing a value. The same synthetic heap is
- * written all three ways, and a real heap's dump carries its configured delay and a time. */
+ * version 1.3, which may carry a samples section (the heap profiler's; tested in
+ * dump_samples_test), whose process record carries the dump time's nanoseconds (since 1.2)
+ * and whose heap record ends with purge_delay_ms (368 bytes, since 1.1); rpdump still reads
+ * 1.2 files, 1.1 files (no nanoseconds) and 1.0 files, whose heap record stops before
+ * purge_delay_ms (360 bytes), and says a field is not recorded instead of inventing a value.
+ * The same synthetic heap is written all four ways, and a real heap's dump carries its
+ * configured delay and a time. */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <stdio.h>
@@ -55,6 +57,11 @@ static void check_summary(const char *path, const char *version, const char *tim
     CHECKF(r.status == 0, "summary of %s: status %d: %s", path, r.status, r.err);
     REQUIRE(v);
     CHECKF(!strcmp(jv_str(jv_path(v, "version")), version), "%s: version %s", path, jv_str(jv_path(v, "version")));
+    /* no synthetic dump carries a samples section: null (older dumps cannot have one); this
+     * writer's always does (empty without a sample source) */
+    const jv *samples = jv_path(v, "samples");
+    CHECKF(samples && (time_ns ? samples->type == JV_NULL : jv_path(v, "samples.count") != NULL), "%s: samples",
+           path);
     const char *ns = number_or_null(jv_path(v, "time_ns"));
     CHECKF(time_ns ? !strcmp(ns, time_ns) : jv_path(v, "time_ns")->type == JV_NUMBER, "%s: time_ns %s", path, ns);
     const jv *d = jv_path(v, "heaps.0.config.purge_delay_ms");
@@ -69,7 +76,7 @@ static void check_summary(const char *path, const char *version, const char *tim
     tool_run_free(&r);
 }
 
-static void test_synthetic_1_0_to_1_2(void)
+static void test_synthetic_1_0_to_1_3(void)
 {
     synth_dump s = {.debug = 1, .heap_name = "compat", .pid = 42, .region_base = 0x7f0000000000ull, .blocks = blocks,
                         .nblocks = 4, .purge_delay_ms = 5000};
@@ -77,8 +84,14 @@ static void test_synthetic_1_0_to_1_2(void)
     const char *now = tmp_path("compat-1.2.rpd");
     REQUIRE(synth_write(&s, now) == 0);
     CHECK(heap_record_bytes(now) == RPD_HEAP_BYTES && RPD_HEAP_BYTES == 368);
-    check_summary(now, "1.2", "123456789", "5000", 3);
+    check_summary(now, "1.3", "123456789", "5000", 3);
 
+    s.version_1_2 = 1;
+    const char *v12 = tmp_path("compat-1.2.rpd");
+    REQUIRE(synth_write(&s, v12) == 0);
+    check_summary(v12, "1.2", "123456789", "5000", 3);
+
+    s.version_1_2 = 0;
     s.version_1_1 = 1;
     const char *v11 = tmp_path("compat-1.1.rpd");
     REQUIRE(synth_write(&s, v11) == 0);
@@ -131,7 +144,7 @@ int main(int argc, char **argv)
 {
     REQUIRE(argc >= 2);
     rpdump_path = argv[1];
-    test_synthetic_1_0_to_1_2();
+    test_synthetic_1_0_to_1_3();
     test_bad_nanoseconds();
     test_real_heap_records_its_delay();
     TEST_MAIN_END();

@@ -216,15 +216,15 @@ int synth_write(const synth_dump *s, const char *path)
     }
     rpd_enc_end(&e);
     int rc = rpd_enc_finish(&e);
-    if (rc == 0 && (s->version_1_0 || s->version_1_1)) {
-        /* The encoder writes the current minor version: patch the header to 1.0 or 1.1 (its
+    if (rc == 0 && (s->version_1_0 || s->version_1_1 || s->version_1_2)) {
+        /* The encoder writes the current minor version: patch the header to an older one (its
          * CRC covers bytes 0..27). */
         uint8_t raw[RPD_HEADER_BYTES];
         rpd_header hd;
         if (pread(fd, raw, sizeof raw, 0) != (ssize_t)sizeof raw)
             rc = -1;
         rpd_header_decode(raw, &hd);
-        hd.minor = s->version_1_0 ? 0 : 1;
+        hd.minor = s->version_1_0 ? 0 : s->version_1_1 ? 1 : 2;
         rpd_header_encode(&hd, raw);
         if (rc == 0 && pwrite(fd, raw, sizeof raw, 0) != (ssize_t)sizeof raw)
             rc = -1;

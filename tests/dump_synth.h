@@ -46,6 +46,7 @@ typedef struct synth_dump {
     uint32_t time_ns;          /* nanoseconds (1.2) */
     uint64_t sequence;
     int version_1_1;           /* write a 1.1 file: minor version 1, no time_ns */
+    int version_1_2;           /* write a 1.2 file: minor version 2 (no samples section either way) */
 } synth_dump;
 
 /* Writes the dump to path. Returns 0 or -1. */

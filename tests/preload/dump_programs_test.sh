@@ -11,8 +11,9 @@
 # rsvg-convert at the size it announces), pprof read back by google-pprof in both forms,
 # check (no violation), map (rendered); then diff and timeline over each series. The python timeline must show the
 # growth: the peak in the middle, the last dump back near the first, and the growing site
-# found with its bytes rising and falling. The release library is tried with dump_at_exit=1:
-# its dump, when it writes one, goes through the same commands.
+# found with its bytes rising and falling. The release library is tried with profile=1 and
+# dump_at_exit=1: its dump, when it writes one, goes through the same commands, and its sites
+# come from the samples when it has any.
 set -u
 DEBUG_SO=$(readlink -f "$1")
 RELEASE_SO=$(readlink -f "$2")
@@ -162,13 +163,20 @@ else
 fi
 
 # ---- the release library ------------------------------------------------------------------
+# profile=1 asks for the sampled heap profile (a warning and nothing else where the library
+# has no sampler).
 rm -f "$TMP"/rel.*.rpd
-PYTHONMALLOC=malloc LD_PRELOAD="$RELEASE_SO" RAMPART_OPTIONS="dump_at_exit=1:dump_path=$TMP/rel.%p.%n.rpd" \
-    "$PY" -c 'print(len([bytearray(100) for _ in range(10000)]))' >"$TMP/rel.out" 2>"$TMP/rel.err" ||
+PYTHONMALLOC=malloc LD_PRELOAD="$RELEASE_SO" RAMPART_OPTIONS="profile=1:dump_at_exit=1:dump_path=$TMP/rel.%p.%n.rpd" \
+    "$PY" -c 'keep = [bytearray(100) for _ in range(100000)]; print(len(keep))' >"$TMP/rel.out" 2>"$TMP/rel.err" ||
     fail "python3 under the release library: $(tail -3 "$TMP/rel.err")"
 rel_dumps=("$TMP"/rel.*.rpd)
 if [ -f "${rel_dumps[0]}" ]; then
     every_command release "${rel_dumps[0]}"
+    samples=$(json "$TMP/release.summary.json" '(d["samples"] or {}).get("count", 0)')
+    if [ "$samples" -gt 0 ]; then
+        [ "$(json "$TMP/release.sites.json" 'd["from"]')" = samples ] || fail "release: sites not from the samples"
+        echo "ok: release: $samples samples"
+    fi
 else
     echo "note: the release library wrote no dump with dump_at_exit=1 (it does not include the dump writer)"
 fi

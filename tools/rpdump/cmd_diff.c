@@ -37,6 +37,7 @@ static int collect(differ *df, int x, const rpd_options *o, rpd_error *err)
         into->bytes += per_site[s].bytes;
         into->usable += per_site[s].usable;
         into->block_bytes += per_site[s].block_bytes;
+        into->samples += per_site[s].samples;
     }
     rpd_free(d, per_site, (t->count + SITE_FIRST_STACK) * sizeof *per_site);
     return 0;
@@ -146,7 +147,8 @@ int cmd_diff(rpd_input *a, rpd_input *b, const rpd_options *o)
         return rpd_report_error(o, a->path, &err);
     }
     size_t n = 0;
-    site_stats total[2] = {{0, 0, 0, 0}, {0, 0, 0, 0}};
+    site_stats total[2];
+    memset(total, 0, sizeof total);
     for (size_t i = 0; i < ngroups; i++) {
         for (int x = 0; x < 2; x++) {
             total[x].blocks += df.stats[x][i].blocks;
@@ -182,7 +184,7 @@ int cmd_diff(rpd_input *a, rpd_input *b, const rpd_options *o)
         rpd_json_dump_info(&j, &b->dump, b->path);
         json_object_end(&j);
         rpd_json_program_check(&j, same_program, warning);
-        json_kv_string(&j, "bytes_are", rpd_is_debug(&b->dump) ? "requested" : "usable");
+        json_kv_string(&j, "bytes_are", site_bytes_are(&b->dump, o));
         json_kv_u64(&j, "blocks_a", total[0].blocks);
         json_kv_u64(&j, "blocks_b", total[1].blocks);
         json_kv_u64(&j, "bytes_a", total[0].bytes);

@@ -131,17 +131,18 @@ int cmd_flame(rpd_input *in, const rpd_options *o)
         live_sites_free(&ls);
         return RPDUMP_BAD_DUMP;
     }
-    const char *bytes_are = rpd_is_debug(d) ? "requested" : "usable";
+    const char *bytes_are = site_bytes_are(d, o);
     svg_begin(svg, width, height, "g text{font-size:11px;fill:#000;pointer-events:none}g:hover rect{stroke:#000;stroke-width:1}");
     char clean[512], exe[RPD_EXE_BYTES], total[32];
     fprintf(svg, "<text x=\"%d\" y=\"22\" class=\"t\">Live memory by allocation stack: ", MARGIN);
     svg_text(svg, text_clean(clean, sizeof clean, in->path), 0);
     fprintf(svg, "</text>\n<text x=\"%d\" y=\"42\" class=\"s\">pid %llu (", MARGIN, (unsigned long long)d->process.pid);
     svg_text(svg, text_clean(exe, sizeof exe, d->process.exe), 0);
-    fprintf(svg, "), %s %s in %llu blocks; widths proportional to bytes, callers above callees; hover a bar for "
-                 "details</text>\n",
-            text_size(total, sizeof total, t.nodes[FLAME_ROOT].bytes), bytes_are,
+    fprintf(svg, "), %s %s in %llu blocks", text_size(total, sizeof total, t.nodes[FLAME_ROOT].bytes), bytes_are,
             (unsigned long long)t.nodes[FLAME_ROOT].blocks);
+    if (site_from_samples(d, o))
+        fprintf(svg, " (from %llu samples)", (unsigned long long)ls.total.samples);
+    fprintf(svg, "; widths proportional to bytes, callers above callees; hover a bar for details</text>\n");
     flame_drawing w = {svg, &t, 0, o->width, bytes_are, 0, 0};
     if (t.nodes[FLAME_ROOT].bytes)
         w.scale = (double)o->width / (double)t.nodes[FLAME_ROOT].bytes;
@@ -166,6 +167,7 @@ int cmd_flame(rpd_input *in, const rpd_options *o)
             json_kv_u64(&j, "total_bytes", t.nodes[FLAME_ROOT].bytes);
             json_kv_u64(&j, "total_blocks", t.nodes[FLAME_ROOT].blocks);
             json_kv_u64(&j, "sites", ls.live);
+            json_kv_u64(&j, "samples", ls.total.samples);
             json_kv_u64(&j, "nodes", t.nnodes);
             json_kv_u64(&j, "depth", t.max_depth);
             json_kv_u64(&j, "drawn", w.drawn);

@@ -13,7 +13,9 @@
  *
  * With --symbols the profile carries its own names (rpdump's symbolisation, frame_label.h)
  * in a leading "--- symbol" section, and pprof reads it without any binary:
- * google-pprof --text FILE. Blocks without a stack are one pseudo frame, 0x1 "[no stack]"
+ * google-pprof --text FILE. Counted from samples (sites.h), the figures are the rounded
+ * estimates, so the header still says "heapprofile": pprof must not scale them again.
+ * Blocks without a stack are one pseudo frame, 0x1 "[no stack]"
  * (0x2 "[unknown stack]" for ids missing from the dump, 0x3 "[empty stack]"). */
 #include <stdlib.h>
 #include <string.h>
@@ -185,9 +187,10 @@ int cmd_pprof(rpd_input *in, const rpd_options *o)
         json_out j;
         rpd_json_begin(&j, d, in->path);
         json_kv_string(&j, "output", o->output);
-        json_kv_string(&j, "bytes_are", rpd_is_debug(d) ? "requested" : "usable");
+        json_kv_string(&j, "bytes_are", site_bytes_are(d, o));
         json_kv_bool(&j, "symbols", o->symbols);
         json_kv_u64(&j, "sites", n);
+        json_kv_u64(&j, "samples", ls.total.samples);
         json_kv_u64(&j, "total_blocks", ls.total.blocks);
         json_kv_u64(&j, "total_bytes", ls.total.bytes);
         json_object_end(&j);

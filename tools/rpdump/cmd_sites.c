@@ -67,7 +67,9 @@ int cmd_sites(rpd_input *in, const rpd_options *o)
         json_init(&j, stdout);
         json_object(&j);
         rpd_json_dump_info(&j, d, in->path);
-        json_kv_string(&j, "bytes_are", rpd_is_debug(d) ? "requested" : "usable");
+        json_kv_string(&j, "bytes_are", site_bytes_are(d, o));
+        json_kv_string(&j, "from", site_from_samples(d, o) ? "samples" : "blocks");
+        json_kv_u64(&j, "total_samples", total.samples);
         json_kv_u64(&j, "total_sites", nranked);
         json_kv_u64(&j, "total_blocks", total.blocks);
         json_kv_u64(&j, "total_bytes", total.bytes);
@@ -85,6 +87,7 @@ int cmd_sites(rpd_input *in, const rpd_options *o)
             json_kv_u64(&j, "bytes", s->bytes);
             json_kv_u64(&j, "usable_bytes", s->usable);
             json_kv_u64(&j, "block_bytes", s->block_bytes);
+            json_kv_u64(&j, "samples", s->samples);
             if (site >= SITE_FIRST_STACK) {
                 unsigned n;
                 const uint64_t *frames = live_sites_frames(&ls, site, &n);
@@ -97,20 +100,32 @@ int cmd_sites(rpd_input *in, const rpd_options *o)
         json_finish(&j);
     } else {
         char a[32], b[32];
+        int sampled = site_from_samples(d, o);
         rpd_text_dump_info(stdout, d, in->path);
-        printf("%zu sites, %llu blocks, %s %s (by %s bytes)\n", nranked, (unsigned long long)total.blocks,
-               text_size(a, sizeof a, total.bytes), rpd_is_debug(d) ? "requested" : "usable",
-               rpd_is_debug(d) ? "requested" : "usable");
+        if (sampled)
+            printf("%zu sites, ~%llu blocks, ~%s (estimated from %llu samples)\n", nranked,
+                   (unsigned long long)total.blocks, text_size(a, sizeof a, total.bytes),
+                   (unsigned long long)total.samples);
+        else
+            printf("%zu sites, %llu blocks, %s %s (by %s bytes)\n", nranked, (unsigned long long)total.blocks,
+                   text_size(a, sizeof a, total.bytes), site_bytes_are(d, o), site_bytes_are(d, o));
         for (size_t r = 0; r < shown; r++) {
             size_t site = order[r].site;
             const site_stats *s = order[r].s;
             if (site >= SITE_FIRST_STACK)
-                printf("\nstack %u: %llu blocks, %s (%s usable, %s with metadata)\n", live_sites_id(&ls, site),
-                       (unsigned long long)s->blocks, text_size(a, sizeof a, s->bytes),
-                       text_size(b, sizeof b, s->usable), text_size((char[32]){0}, 32, s->block_bytes));
+                printf("\nstack %u: ", live_sites_id(&ls, site));
             else
-                printf("\n%s: %llu blocks, %s (%s usable)\n", site_special_name(site), (unsigned long long)s->blocks,
-                       text_size(a, sizeof a, s->bytes), text_size(b, sizeof b, s->usable));
+                printf("\n%s: ", site_special_name(site));
+            if (sampled)
+                printf("~%llu blocks, ~%s (from %llu sample%s)\n", (unsigned long long)s->blocks,
+                       text_size(a, sizeof a, s->bytes), (unsigned long long)s->samples, s->samples == 1 ? "" : "s");
+            else if (site >= SITE_FIRST_STACK)
+                printf("%llu blocks, %s (%s usable, %s with metadata)\n", (unsigned long long)s->blocks,
+                       text_size(a, sizeof a, s->bytes), text_size(b, sizeof b, s->usable),
+                       text_size((char[32]){0}, 32, s->block_bytes));
+            else
+                printf("%llu blocks, %s (%s usable)\n", (unsigned long long)s->blocks, text_size(a, sizeof a, s->bytes),
+                       text_size(b, sizeof b, s->usable));
             unsigned n;
             const uint64_t *frames = live_sites_frames(&ls, site, &n);
             site_print_frames(stdout, sym, d, frames, n, o);

@@ -1,7 +1,10 @@
-/* rpdump summary: totals, per-region use, free-space classes, fragmentation, quarantine.
+/* rpdump summary: totals, per-region use, free-space classes, fragmentation, quarantine, and
+ * the heap profiler's samples.
  * One streaming pass over each heap's blocks; memory is per region and per class, never per
  * block. */
+#include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "rpdump.h"
 #include "text_out.h"
@@ -277,6 +280,77 @@ static void text_heap(FILE *f, const rpd_dump *d, const rpd_heap_info *h, const 
     }
 }
 
+/* The heap profiler's samples in the dump: how many, what they stand for, their rates. */
+typedef struct sample_summary {
+    uint64_t count, outside; /* outside: in no region of the dumped heaps */
+    double blocks, bytes;
+    uint64_t min_rate, max_rate;
+} sample_summary;
+
+typedef struct sample_scan {
+    const rpd_dump *d;
+    sample_summary *ss;
+} sample_scan;
+
+static int add_sample(const rpd_sample_at *sa, void *arg)
+{
+    const sample_scan *c = arg;
+    sample_summary *ss = c->ss;
+    double blocks, bytes;
+    rpd_sample_weight(&sa->s, &blocks, &bytes);
+    ss->blocks += blocks;
+    ss->bytes += bytes;
+    if (!ss->count++ || sa->s.rate < ss->min_rate)
+        ss->min_rate = sa->s.rate;
+    if (sa->s.rate > ss->max_rate)
+        ss->max_rate = sa->s.rate;
+    int inside = 0;
+    for (size_t h = 0; h < c->d->nheaps && !inside; h++)
+        inside = rpd_region_of(&c->d->heaps[h], sa->s.addr) >= 0;
+    ss->outside += !inside;
+    return 0;
+}
+
+static int scan_samples(rpd_dump *d, sample_summary *ss, rpd_error *err)
+{
+    memset(ss, 0, sizeof *ss);
+    sample_scan c = {d, ss};
+    return rpd_samples_each(d, add_sample, &c, err);
+}
+
+static void json_samples(json_out *j, const rpd_dump *d, const sample_summary *ss)
+{
+    json_key(j, "samples");
+    if (!d->samples) {
+        json_null(j); /* before 1.3: no samples section */
+        return;
+    }
+    json_object_compact(j);
+    json_kv_u64(j, "count", ss->count);
+    json_kv_u64(j, "estimated_blocks", (uint64_t)llround(ss->blocks));
+    json_kv_u64(j, "estimated_bytes", (uint64_t)llround(ss->bytes));
+    json_kv_u64(j, "min_rate", ss->min_rate);
+    json_kv_u64(j, "max_rate", ss->max_rate);
+    json_kv_u64(j, "outside_heaps", ss->outside);
+    json_object_end(j);
+}
+
+static void text_samples(FILE *f, const sample_summary *ss)
+{
+    if (!ss->count)
+        return;
+    char a[32], b[32], c[32];
+    fprintf(f, "\nheap profile: %llu sampled live blocks (sampling every %s", (unsigned long long)ss->count,
+            text_size(a, sizeof a, ss->min_rate));
+    if (ss->max_rate != ss->min_rate)
+        fprintf(f, " to %s", text_size(c, sizeof c, ss->max_rate));
+    fprintf(f, " on average), standing for ~%llu blocks, ~%s requested", (unsigned long long)llround(ss->blocks),
+            text_size(b, sizeof b, (uint64_t)llround(ss->bytes)));
+    if (ss->outside)
+        fprintf(f, "; %llu in no dumped region (freed while the dump was written?)", (unsigned long long)ss->outside);
+    fputc('\n', f);
+}
+
 int cmd_summary(rpd_input *in, const rpd_options *o)
 {
     /* Every heap is scanned before anything is printed, so a malformed dump produces an
@@ -288,6 +362,9 @@ int cmd_summary(rpd_input *in, const rpd_options *o)
     for (size_t i = 0; i < d->nheaps && rc == 0; i++)
         if (rpd_heap_selected(o, &d->heaps[i]))
             rc = scan_heap(in, &d->heaps[i], &all[i], &err);
+    sample_summary ss;
+    if (rc == 0)
+        rc = scan_samples(d, &ss, &err);
     if (rc == 0 && o->json) {
         json_out j;
         json_init(&j, stdout);
@@ -299,6 +376,7 @@ int cmd_summary(rpd_input *in, const rpd_options *o)
             if (rpd_heap_selected(o, &d->heaps[i]))
                 json_heap(&j, d, &d->heaps[i], &all[i]);
         json_array_end(&j);
+        json_samples(&j, d, &ss);
         json_object_end(&j);
         json_finish(&j);
     } else if (rc == 0) {
@@ -306,6 +384,7 @@ int cmd_summary(rpd_input *in, const rpd_options *o)
         for (size_t i = 0; i < d->nheaps; i++)
             if (rpd_heap_selected(o, &d->heaps[i]))
                 text_heap(stdout, d, &d->heaps[i], &all[i]);
+        text_samples(stdout, &ss);
     }
     for (size_t i = 0; all && i < d->nheaps; i++)
         free_summary(d, &d->heaps[i], &all[i]);

@@ -349,7 +349,7 @@ int cmd_timeline(rpd_input *inputs, size_t n, const rpd_options *o)
         qsort(sorted, n, sizeof *sorted, by_time);
     }
     tl.npoints = n;
-    tl.bytes_are = rc == 0 && rpd_is_debug(&sorted[0]->dump) ? "requested" : "usable";
+    tl.bytes_are = rc == 0 ? site_bytes_are(&sorted[0]->dump, o) : "usable";
     for (size_t i = 0; i < n && rc == 0; i++) {
         tl.points[i].in = sorted[i];
         tl.points[i].elapsed = seconds_of(&sorted[i]->dump) - seconds_of(&sorted[0]->dump);

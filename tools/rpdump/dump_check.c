@@ -398,6 +398,22 @@ static int check_heap(checker *c, const rpd_heap_info *h, rpd_error *err)
     return rc < 0 ? -1 : 0;
 }
 
+/* P1: every sample's non-zero stack id is in the stack section. */
+static int check_sample(const rpd_sample_at *sa, void *arg)
+{
+    checker *c = arg;
+    if (sa->s.stack && rpd_stack_table_find(&c->stacks, sa->s.stack) < 0)
+        violation(c, "P1", sa->offset, "sample of block 0x%llx: allocation stack %u is not in the stack section",
+                  X(sa->s.addr), sa->s.stack);
+    return 0;
+}
+
+static int check_samples(checker *c, rpd_error *err)
+{
+    c->h = NULL; /* process-wide: the violation names no heap */
+    return rpd_samples_each(c->d, check_sample, c, err);
+}
+
 long rpd_check(rpd_dump *d, const rpd_heap_info *only, rpd_violation_fn fn, void *arg, size_t max, rpd_error *err)
 {
     checker c;
@@ -417,6 +433,8 @@ long rpd_check(rpd_dump *d, const rpd_heap_info *only, rpd_violation_fn fn, void
     for (size_t i = 0; i < d->nheaps && rc == 0; i++)
         if (!only || only == &d->heaps[i])
             rc = check_heap(&c, &d->heaps[i], err);
+    if (rc == 0)
+        rc = check_samples(&c, err);
     rpd_stack_table_free(&c.stacks);
     return rc < 0 ? -1 : c.found;
 }

@@ -26,6 +26,7 @@
  *   Q1  the quarantine record's totals equal the quarantined blocks found;
  *   S1  every non-zero stack id of a block is in the stack section;
  *   S2  stack ids are unique;
+ *   P1  every non-zero stack id of a sample (the heap profiler's) is in the stack section;
  *   C1  free-space classes of one tier do not overlap;
  *   W1  the writer walked the whole heap (a damaged heap stops the walk; the dump says why).
  * The checker streams the blocks (bounded memory) and reports each violation with the byte

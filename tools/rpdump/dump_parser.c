@@ -202,11 +202,12 @@ static uint32_t known_record_bytes(uint32_t type)
     case RPD_SEC_CLASSES: return RPD_CLASS_BYTES;
     case RPD_SEC_BLOCKS: return RPD_BLOCK_BYTES;
     case RPD_SEC_QUARANTINE: return RPD_QUARANTINE_BYTES;
+    case RPD_SEC_SAMPLES: return RPD_SAMPLE_BYTES;
     default: return 0;
     }
 }
 
-static int is_known(uint32_t type) { return type >= RPD_SEC_PROCESS && type <= RPD_SEC_MAPPINGS; }
+static int is_known(uint32_t type) { return type >= RPD_SEC_PROCESS && type <= RPD_SEC_SAMPLES; }
 static int is_per_heap(uint32_t type) { return type >= RPD_SEC_HEAP && type <= RPD_SEC_QUARANTINE; }
 
 static int check_crc(rpd_dump *d, const rpd_entry *e, uint64_t entry_at, rpd_reader *r, rpd_error *err)
@@ -488,6 +489,9 @@ static int check_stacks(rpd_dump *d, rpd_error *err)
     return rc < 0 ? -1 : 0;
 }
 
+/* Walks the sample records once, as check_stacks does for the stacks. */
+static int check_samples(rpd_dump *d, rpd_error *err) { return d->samples ? rpd_samples_each(d, NULL, NULL, err) : 0; }
+
 int rpd_open(rpd_dump *d, const rpd_source *src, size_t mem_cap, rpd_error *err)
 {
     memset(d, 0, sizeof *d);
@@ -506,6 +510,7 @@ int rpd_open(rpd_dump *d, const rpd_source *src, size_t mem_cap, rpd_error *err)
         const rpd_entry **slot = e->type == RPD_SEC_PROCESS    ? &process
                                  : e->type == RPD_SEC_STACKS   ? &d->stacks
                                  : e->type == RPD_SEC_MAPPINGS ? &mappings
+                                 : e->type == RPD_SEC_SAMPLES  ? &d->samples
                                                                : NULL;
         if (!slot)
             continue;
@@ -525,7 +530,7 @@ int rpd_open(rpd_dump *d, const rpd_source *src, size_t mem_cap, rpd_error *err)
     else if (d->process.time_ns >= 1000000000u)
         return rpd_fail(err, process->offset + 288, "process record: %u nanoseconds (below 10^9 expected)",
                         d->process.time_ns);
-    if (group_heaps(d, err) != 0 || check_stacks(d, err) != 0)
+    if (group_heaps(d, err) != 0 || check_stacks(d, err) != 0 || check_samples(d, err) != 0)
         return -1;
     rpd_reader *r = rpd_alloc(d, sizeof *r, mappings->offset, err);
     if (!r)
@@ -565,15 +570,24 @@ void rpd_blocks_begin(rpd_block_iter *it, const rpd_dump *d, const rpd_heap_info
     rpd_reader_init(&it->reader, &d->src, heap->blocks_sec->offset, heap->blocks_sec->offset + heap->blocks_sec->length);
 }
 
+/* The next record of a section of fixed-size records: 1 with *p (record_bytes of it), its
+ * file offset and index; 0 past the last; -1 with err. */
+static int next_record(rpd_reader *r, uint64_t *index, uint64_t count, uint32_t record_bytes, const uint8_t **p,
+                       uint64_t *offset, uint64_t *at_index, rpd_error *err)
+{
+    if (*index >= count)
+        return 0;
+    *offset = r->pos;
+    *at_index = (*index)++;
+    return rpd_reader_take(r, record_bytes, p, err) != 0 ? -1 : 1;
+}
+
 int rpd_blocks_next(rpd_block_iter *it, rpd_block_at *out, rpd_error *err)
 {
-    if (it->index >= it->count)
-        return 0;
-    out->offset = it->reader.pos;
-    out->index = it->index++;
     const uint8_t *p;
-    if (rpd_reader_take(&it->reader, it->record_bytes, &p, err) != 0)
-        return -1;
+    int rc = next_record(&it->reader, &it->index, it->count, it->record_bytes, &p, &out->offset, &out->index, err);
+    if (rc != 1)
+        return rc;
     rpd_block_decode(p, &out->b);
     const rpd_block *b = &out->b;
     if (b->state < RPD_STATE_USED || b->state > RPD_STATE_SPAN)
@@ -592,6 +606,44 @@ int rpd_blocks_next(rpd_block_iter *it, rpd_block_at *out, rpd_error *err)
         return rpd_fail(err, out->offset + 48, "block record %llu names region %u, the heap has %zu",
                         (unsigned long long)out->index, b->region, it->heap->nregions);
     return 1;
+}
+
+void rpd_samples_begin(rpd_sample_iter *it, const rpd_dump *d)
+{
+    it->d = d;
+    it->index = 0;
+    it->count = d->samples ? d->samples->count : 0;
+    it->record_bytes = d->samples ? d->samples->record_bytes : RPD_SAMPLE_BYTES;
+    uint64_t at = d->samples ? d->samples->offset : 0, len = d->samples ? d->samples->length : 0;
+    rpd_reader_init(&it->reader, &d->src, at, at + len);
+}
+
+int rpd_samples_next(rpd_sample_iter *it, rpd_sample_at *out, rpd_error *err)
+{
+    const uint8_t *p;
+    int rc = next_record(&it->reader, &it->index, it->count, it->record_bytes, &p, &out->offset, &out->index, err);
+    if (rc != 1)
+        return rc;
+    rpd_sample_decode(p, &out->s);
+    if (out->s.flags)
+        return rpd_fail(err, out->offset + 36, "sample record %llu has flags 0x%x (reserved, 0 expected)",
+                        (unsigned long long)out->index, out->s.flags);
+    return 1;
+}
+
+int rpd_samples_each(rpd_dump *d, int (*fn)(const rpd_sample_at *s, void *arg), void *arg, rpd_error *err)
+{
+    rpd_sample_iter *it = rpd_alloc(d, sizeof *it, d->samples ? d->samples->offset : 0, err);
+    if (!it)
+        return -1;
+    rpd_samples_begin(it, d);
+    rpd_sample_at sa;
+    int rc;
+    while ((rc = rpd_samples_next(it, &sa, err)) == 1)
+        if (fn && fn(&sa, arg))
+            break;
+    rpd_free(d, it, sizeof *it);
+    return rc < 0 ? -1 : 0;
 }
 
 void rpd_stacks_begin(rpd_stack_iter *it, const rpd_dump *d)

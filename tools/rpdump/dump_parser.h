@@ -85,6 +85,7 @@ typedef struct rpd_dump {
     rpd_heap_info *heaps;
     size_t nheaps;
     const rpd_entry *stacks;     /* the STACKS section */
+    const rpd_entry *samples;    /* the SAMPLES section (1.3), or NULL */
     rpd_mapping_info *mappings;  /* sorted by start */
     size_t nmappings;
     size_t mem_used, mem_cap;    /* bytes allocated by the reader, and the cap */
@@ -143,6 +144,37 @@ typedef struct rpd_stack_iter {
 
 void rpd_stacks_begin(rpd_stack_iter *it, const rpd_dump *d);
 int rpd_stacks_next(rpd_stack_iter *it, rpd_stack *out, rpd_error *err);
+
+/* Streaming samples (the SAMPLES section; none when the dump has no such section). */
+typedef struct rpd_sample_iter {
+    const rpd_dump *d;
+    uint64_t index, count;
+    uint32_t record_bytes;
+    rpd_reader reader;
+} rpd_sample_iter;
+
+typedef struct rpd_sample_at {
+    rpd_sample s;
+    uint64_t offset; /* of the record */
+    uint64_t index;
+} rpd_sample_at;
+
+void rpd_samples_begin(rpd_sample_iter *it, const rpd_dump *d);
+/* 1 = *out holds the next sample, 0 = no more, -1 = error (reserved bits set). */
+int rpd_samples_next(rpd_sample_iter *it, rpd_sample_at *out, rpd_error *err);
+
+/* Calls fn for every sample in file order (fn's non-zero return stops the walk). Returns 0,
+ * or -1 with err (a malformed record, the memory cap). */
+int rpd_samples_each(rpd_dump *d, int (*fn)(const rpd_sample_at *s, void *arg), void *arg, rpd_error *err);
+
+/* The unbiased estimates one sample stands for (DUMP_FORMAT.md, samples): with Poisson
+ * sampling of mean interval rate, a block of size bytes is sampled with probability
+ * p = 1 - exp(-size / rate), so it stands for 1/p blocks and size/p bytes (rate 0: p = 1).
+ * A 0-byte block counts as 1 byte. */
+void rpd_sample_weight(const rpd_sample *s, double *blocks, double *bytes);
+
+/* Whether the dump carries sampled blocks. */
+static inline int rpd_has_samples(const rpd_dump *d) { return d->samples && d->samples->count > 0; }
 
 /* The mapping holding pc, or NULL. */
 const rpd_mapping_info *rpd_mapping_of(const rpd_dump *d, uint64_t pc);

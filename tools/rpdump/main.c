@@ -33,6 +33,10 @@ static const char usage_text[] =
     "  check     verify the heap invariants on the dump: --max-errors N (default 100)\n"
     "  map       draw each region by address: -o FILE.svg (required)  --width PX (default 1024)\n"
     "\n"
+    "sites, flame, pprof, diff and timeline count sites from the blocks (exact; debug dumps) or\n"
+    "from the heap profiler's samples (estimates; release dumps with profiling on): --from\n"
+    "blocks|samples (default: samples when a release dump has them).\n"
+    "\n"
     "options for every command:\n"
     "  --json          machine-readable output (field names in tools/rpdump/README.md)\n"
     "  --heap NAME     only the heap with this name\n"
@@ -213,6 +217,15 @@ int main(int argc, char **argv)
             if (!(v = value_of(argc, argv, &i)) || parse_number(v, &n) || n > RPD_MAX_FRAMES)
                 return usage("--frames needs a number from 0 to 64");
             o.frames = (unsigned)n;
+        } else if (option_is(a, "--from")) {
+            if (!(v = value_of(argc, argv, &i)))
+                return usage("--from takes blocks or samples");
+            if (!strcmp(v, "blocks"))
+                o.from = RPD_FROM_BLOCKS;
+            else if (!strcmp(v, "samples"))
+                o.from = RPD_FROM_SAMPLES;
+            else
+                return usage("--from takes blocks or samples");
         } else if (option_is(a, "--symbolizer")) {
             if (!(o.symbolizer = value_of(argc, argv, &i)))
                 return usage("--symbolizer takes auto, none or a path");

@@ -19,6 +19,9 @@ enum {
 
 #define RPD_MAX_TIMELINE 65536 /* dumps a timeline takes at most */
 
+/* Where the site commands count sites from (sites.h). */
+enum { RPD_FROM_AUTO = 0, RPD_FROM_BLOCKS = 1, RPD_FROM_SAMPLES = 2 };
+
 /* Which block states a command looks at (bit 1 << RPD_STATE_*). */
 #define STATE_BIT(s) (1u << (s))
 
@@ -38,6 +41,7 @@ typedef struct rpd_options {
     unsigned width;            /* map, flame, timeline: --width PX */
     int folded;                /* sites --folded: folded stacks */
     int symbols;               /* pprof --symbols: names inside the profile */
+    int from;                  /* --from: RPD_FROM_* (site commands' source) */
     uint64_t max_errors;       /* check --max-errors N (default 100) */
     size_t mem_cap;            /* --memory-cap BYTES (default 1 GiB) */
 } rpd_options;

@@ -1,5 +1,6 @@
 #include "sites.h"
 
+#include <math.h>
 #include <string.h>
 
 size_t site_of_block(const rpd_stack_table *t, const rpd_block *b)
@@ -23,8 +24,70 @@ unsigned site_states(const rpd_options *o)
     return o->states ? o->states : STATE_BIT(RPD_STATE_USED);
 }
 
+int site_from_samples(const rpd_dump *d, const rpd_options *o)
+{
+    if (o->from == RPD_FROM_SAMPLES)
+        return 1;
+    return o->from == RPD_FROM_AUTO && rpd_has_samples(d) && !rpd_is_debug(d);
+}
+
+const char *site_bytes_are(const rpd_dump *d, const rpd_options *o)
+{
+    return site_from_samples(d, o) ? "estimated" : rpd_is_debug(d) ? "requested" : "usable";
+}
+
+/* Whether addr lies in a region of a heap --heap selects (any address without --heap). */
+static int sample_selected(const rpd_dump *d, const rpd_options *o, uint64_t addr)
+{
+    if (!o->heap)
+        return 1;
+    for (size_t i = 0; i < d->nheaps; i++)
+        if (rpd_heap_selected(o, &d->heaps[i]) && rpd_region_of(&d->heaps[i], addr) >= 0)
+            return 1;
+    return 0;
+}
+
+typedef struct sample_sink {
+    const rpd_dump *d;
+    const rpd_stack_table *t;
+    const rpd_options *o;
+    site_stats *stats;
+} sample_sink;
+
+static int add_sample(const rpd_sample_at *sa, void *arg)
+{
+    const sample_sink *k = arg;
+    if (!sample_selected(k->d, k->o, sa->s.addr))
+        return 0;
+    long i = sa->s.stack ? rpd_stack_table_find(k->t, sa->s.stack) : -1;
+    site_stats *s = &k->stats[!sa->s.stack ? SITE_NO_STACK : i < 0 ? SITE_UNKNOWN_STACK : SITE_FIRST_STACK + (size_t)i];
+    double blocks, bytes;
+    rpd_sample_weight(&sa->s, &blocks, &bytes);
+    s->samples++;
+    s->est_blocks += blocks;
+    s->est_bytes += bytes;
+    return 0;
+}
+
+static int collect_samples(rpd_dump *d, const rpd_stack_table *t, const rpd_options *o, site_stats *stats,
+                           rpd_error *err)
+{
+    sample_sink k = {d, t, o, stats};
+    if (rpd_samples_each(d, add_sample, &k, err) != 0)
+        return -1;
+    for (size_t i = 0; i < SITE_FIRST_STACK + t->count; i++) {
+        if (!stats[i].samples)
+            continue;
+        stats[i].blocks = (uint64_t)llround(stats[i].est_blocks);
+        stats[i].bytes = (uint64_t)llround(stats[i].est_bytes);
+    }
+    return 0;
+}
+
 int site_collect(rpd_dump *d, const rpd_stack_table *t, const rpd_options *o, site_stats *stats, rpd_error *err)
 {
+    if (site_from_samples(d, o))
+        return collect_samples(d, t, o, stats, err);
     unsigned states = site_states(o);
     rpd_block_iter *it = rpd_alloc(d, sizeof *it, d->footer.table_offset, err);
     if (!it)
@@ -59,6 +122,7 @@ int live_sites_load(live_sites *ls, rpd_dump *d, const rpd_options *o, rpd_error
         ls->total.bytes += s->bytes;
         ls->total.usable += s->usable;
         ls->total.block_bytes += s->block_bytes;
+        ls->total.samples += s->samples;
     }
     return 0;
 }
