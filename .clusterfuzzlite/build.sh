@@ -1,7 +1,8 @@
 #!/bin/bash -eu
 # ClusterFuzzLite / OSS-Fuzz build: every fuzz target of fuzz/manifests/ becomes $OUT/<name>
-# (no extension), with <name>_seed_corpus.zip (its corpus and regressions) and, when the target
-# asks for libFuzzer flags, <name>.options. Compiles with $CC $CFLAGS and links
+# (no extension), with <name>_seed_corpus.zip (its corpus and regressions), its dictionary
+# <name>.dict when it has one (named in <name>.options too) and, when the target asks for
+# libFuzzer flags or has a dictionary, <name>.options. Compiles with $CC $CFLAGS and links
 # $LIB_FUZZING_ENGINE (fuzz/build_manifest.sh), never assuming libFuzzer itself.
 #
 # The manifests are generated from the Bazel graph (//fuzz:<name>_manifest, checked by
@@ -41,12 +42,15 @@ for manifest in fuzz/manifests/*.txt; do
     [ "${#seeds[@]}" -gt 0 ] && zip_into "$OUT/${name}_seed_corpus.zip" "${seeds[@]}"
 
     args=$(awk '$1 == "arg" { print $2 }' "$manifest")
-    rm -f "$OUT/$name.options"
-    if [ -n "$args" ]; then
+    dict=$(awk '$1 == "dict" { print $2 }' "$manifest")
+    rm -f "$OUT/$name.options" "$OUT/$name.dict"
+    [ -n "$dict" ] && cp "$dict" "$OUT/$name.dict"
+    if [ -n "$args" ] || [ -n "$dict" ]; then
         echo "[libfuzzer]" >"$OUT/$name.options"
         for a in $args; do
             a=${a#-}
             echo "${a%%=*} = ${a#*=}" >>"$OUT/$name.options"
         done
+        [ -n "$dict" ] && echo "dict = $name.dict" >>"$OUT/$name.options"
     fi
 done

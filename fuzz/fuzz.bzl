@@ -1,6 +1,6 @@
 """cc_fuzz_test: one fuzz harness, three build products.
 
-    cc_fuzz_test(name, srcs, deps, corpus, fuzzer_args = [], **kwargs)
+    cc_fuzz_test(name, srcs, deps, corpus, fuzzer_args = [], dict = None, **kwargs)
 
   <name>           cc_test: replays every input of the corpus and of fuzz/regressions/<name>
                    through LLVMFuzzerTestOneInput (fuzz/replay_main.c). Runs under gcc in every
@@ -15,6 +15,8 @@
 corpus is a directory of this package (e.g. "corpus/heap_ops"); several targets may share one.
 fuzzer_args are libFuzzer flags every campaign uses (e.g. "-max_len=2048"); they go into the
 manifest, so tools/fuzz.sh passes them and .clusterfuzzlite/build.sh writes <name>.options.
+dict is a libFuzzer dictionary of this package (e.g. "dicts/options.dict"): tools/fuzz.sh
+passes it as -dict=, .clusterfuzzlite/build.sh ships it as <name>.dict.
 """
 
 load("@rules_cc//cc:defs.bzl", "cc_binary", "cc_test")
@@ -65,6 +67,7 @@ def _manifest_impl(ctx):
     lines += ["corpus " + ctx.label.package + "/" + ctx.attr.corpus]
     lines += ["harness " + f.path for f in ctx.files.harness if f.extension == "c"]
     lines += ["arg " + a for a in ctx.attr.fuzzer_args]
+    lines += ["dict " + f.path for f in ctx.files.dict]
     lines += ["src " + p for p in sorted({p: 1 for p in srcs}.keys())]
     lines += ["define " + d for d in sorted({d: 1 for d in defines}.keys())]
     lines += ["linkopt " + o for o in sorted({o: 1 for o in linkopts}.keys())]
@@ -72,7 +75,7 @@ def _manifest_impl(ctx):
     ctx.actions.write(out, "\n".join(lines) + "\n")
     # Runfiles: the manifest and every source and header it names (tests over the sources,
     # such as //fuzz:mutants_apply_test, reach them this way whatever their visibility).
-    runfiles = ctx.runfiles(files = [out] + ctx.files.harness, transitive_files = depset(transitive = files))
+    runfiles = ctx.runfiles(files = [out] + ctx.files.harness + ctx.files.dict, transitive_files = depset(transitive = files))
     return [DefaultInfo(files = depset([out]), runfiles = runfiles)]
 
 _fuzz_manifest = rule(
@@ -82,11 +85,12 @@ _fuzz_manifest = rule(
         "corpus": attr.string(),
         "harness": attr.label_list(allow_files = [".c", ".h"]),
         "fuzzer_args": attr.string_list(),
+        "dict": attr.label(allow_single_file = [".dict"]),
         "deps": attr.label_list(aspects = [_sources_aspect]),
     },
 )
 
-def cc_fuzz_test(name, srcs, deps, corpus, fuzzer_args = [], **kwargs):
+def cc_fuzz_test(name, srcs, deps, corpus, fuzzer_args = [], dict = None, **kwargs):
     """Declares <name> (replay test), <name>_fuzzer (libFuzzer) and the manifest targets."""
     inputs = native.glob([corpus + "/**", "regressions/" + name + "/**"], exclude = ["**/README*"])
     if not inputs:
@@ -120,6 +124,7 @@ def cc_fuzz_test(name, srcs, deps, corpus, fuzzer_args = [], **kwargs):
         corpus = corpus,
         harness = srcs,
         fuzzer_args = fuzzer_args,
+        dict = dict,
         deps = deps,
     )
     native.sh_test(

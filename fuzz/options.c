@@ -1,15 +1,27 @@
 /* options: arbitrary bytes into the RAMPART_OPTIONS parser (rp_options_parse, src/options.h).
  *
  * The parser must accept any bytes without crashing, hanging or allocating, and must do
- * exactly what options.h documents. This harness checks it against an independent reference
- * written from that documentation (key=value items separated by ':', keys matched without
- * regard to case, sizes with K/M/G suffixes and decimal or 0x numbers, booleans
- * 0/1/true/false/yes/no/on/off, on_error abort|continue, signals by number or [SIG]name,
- * paths of 1..255 bytes without control characters; a bad item gives one warning and
- * changes nothing; the last setting of a key wins), plus properties that need no
- * reference: every warning is one printable line, the count returned equals the lines
- * passed to the callback, fields stay in range, parsing twice changes nothing, and writing
- * the result back as text and parsing that gives the same options. */
+ * exactly what options.h documents. A differential oracle: every input is parsed as both
+ * flavours would (rp_options_parse_as) and by an independent reference written from that
+ * documentation (key=value items separated by ':' or ',', blanks around items, keys and
+ * values trimmed, keys matched without regard to case, sizes with K/M/G suffixes and decimal
+ * or 0x numbers that must not wrap, booleans 0/1/true/false/yes/no/on/off, on_error
+ * abort|continue, signals by number or [SIG]name, paths of 1..255 bytes without control
+ * characters; a bad item gives one warning and changes nothing; the last setting of a key
+ * wins; a key the flavour does not use is stored and warned about once): every accepted value
+ * must be the reference's, every item the reference rejects must be rejected (same warning
+ * count). Plus properties that need no reference: every warning is one printable line, the
+ * count returned equals the lines passed to the callback, fields stay in range, parsing twice
+ * changes nothing, writing the result back as text (this harness's own writer, and the
+ * parser's rp_options_describe, what verbose=1 prints) and parsing that gives the same
+ * options, and rp_options_help has one line per key naming it.
+ *
+ * Numbers are where parsers go wrong (a suffix that wraps, a bound off by one), and random
+ * byte mutations rarely build a 17-digit number that wraps to a small one: a custom mutator
+ * (LLVMFuzzerCustomMutator) replaces a value with a number at an edge (powers of two and
+ * their neighbours, 2^64 divided by a suffix's multiple plus a little, each key's maximum),
+ * decimal or hex, with or without a suffix; a custom cross-over splices items of two inputs.
+ * options.dict gives libFuzzer the keys and words. */
 #define _GNU_SOURCE
 #include <ctype.h>
 #include <limits.h>
@@ -23,6 +35,15 @@
 #include <strings.h>
 
 #include "src/options.h"
+
+/* The harness's own checks (warning lines byte by byte, struct comparisons) are kept out of
+ * coverage feedback and comparison tracing: they guide nothing and would cost most of the
+ * run time. The parser and the reference keep theirs. */
+#if defined(__clang__) && __clang_major__ >= 13
+#define NO_FEEDBACK __attribute__((no_sanitize("coverage")))
+#else
+#define NO_FEEDBACK
+#endif
 
 __attribute__((noreturn, format(printf, 2, 3))) static void fuzz_fail(const char *text, const char *fmt, ...)
 {
@@ -47,33 +68,37 @@ typedef struct ref_key {
     enum ref_type type;
     size_t offset;
     unsigned long long max;
+    const char *flavours; /* which flavours use it: both, debug, release */
 } ref_key;
 
 #define OFF(f) offsetof(rp_options, f)
 
 static const ref_key ref_keys[] = {
-    {"cache_bytes", R_SIZE, OFF(cache_bytes), 1ull << 32},
-    {"retain_bytes", R_SIZE, OFF(retain_bytes), 1ull << 46},
-    {"purge_delay_ms", R_UINT, OFF(purge_delay_ms), 3600000},
-    {"arenas", R_UINT, OFF(arenas), 64},
-    {"huge_pages", R_BOOL, OFF(huge_pages), 1},
-    {"slabs", R_BOOL, OFF(slabs), 1},
-    {"free_batch", R_UINT, OFF(free_batch), 64},
-    {"stats", R_BOOL, OFF(stats), 1},
-    {"poison", R_BOOL, OFF(poison), 1},
-    {"alloc_fill", R_BYTE, OFF(alloc_fill), 255},
-    {"free_fill", R_BYTE, OFF(free_fill), 255},
-    {"alloc_fill_max", R_SIZE, OFF(alloc_fill_max), 1ull << 46},
-    {"quarantine_bytes", R_SIZE, OFF(quarantine_bytes), 1ull << 40},
-    {"backtrace_depth", R_UINT, OFF(backtrace_depth), 64},
-    {"check_interval", R_ULONG, OFF(check_interval), ULONG_MAX},
-    {"on_error", R_MODE, OFF(abort_on_error), 1},
-    {"leak_report", R_BOOL, OFF(leak_report), 1},
-    {"leak_exit_code", R_UINT, OFF(leak_exit_code), 255},
-    {"report_path", R_PATH, OFF(report_path), 0},
-    {"dump_signal", R_SIGNAL, OFF(dump_signal), 64},
-    {"dump_at_exit", R_BOOL, OFF(dump_at_exit), 1},
-    {"dump_path", R_PATH, OFF(dump_path), 0},
+    {"cache_bytes", R_SIZE, OFF(cache_bytes), 1ull << 32, "release"},
+    {"retain_bytes", R_SIZE, OFF(retain_bytes), 1ull << 46, "both"},
+    {"purge_delay_ms", R_UINT, OFF(purge_delay_ms), 3600000, "both"},
+    {"mapped_block_bytes", R_SIZE, OFF(mapped_block_bytes), 1ull << 46, "release"},
+    {"arenas", R_UINT, OFF(arenas), 64, "both"},
+    {"huge_pages", R_BOOL, OFF(huge_pages), 1, "both"},
+    {"slabs", R_BOOL, OFF(slabs), 1, "release"},
+    {"free_batch", R_UINT, OFF(free_batch), 64, "release"},
+    {"stats", R_BOOL, OFF(stats), 1, "both"},
+    {"poison", R_BOOL, OFF(poison), 1, "debug"},
+    {"alloc_fill", R_BYTE, OFF(alloc_fill), 255, "debug"},
+    {"free_fill", R_BYTE, OFF(free_fill), 255, "debug"},
+    {"alloc_fill_max", R_SIZE, OFF(alloc_fill_max), 1ull << 46, "debug"},
+    {"quarantine_bytes", R_SIZE, OFF(quarantine_bytes), 1ull << 40, "debug"},
+    {"backtrace_depth", R_UINT, OFF(backtrace_depth), 64, "debug"},
+    {"check_interval", R_ULONG, OFF(check_interval), ULONG_MAX, "debug"},
+    {"on_error", R_MODE, OFF(abort_on_error), 1, "debug"},
+    {"leak_report", R_BOOL, OFF(leak_report), 1, "debug"},
+    {"leak_exit_code", R_UINT, OFF(leak_exit_code), 255, "debug"},
+    {"report_path", R_PATH, OFF(report_path), 0, "debug"},
+    {"dump_signal", R_SIGNAL, OFF(dump_signal), 64, "both"},
+    {"dump_at_exit", R_BOOL, OFF(dump_at_exit), 1, "both"},
+    {"dump_path", R_PATH, OFF(dump_path), 0, "both"},
+    {"help", R_BOOL, OFF(help), 1, "both"},
+    {"verbose", R_BOOL, OFF(verbose), 1, "both"},
 };
 #define NREF (sizeof ref_keys / sizeof ref_keys[0])
 
@@ -182,39 +207,64 @@ static int ref_value(const ref_key *k, const char *v, size_t n, rp_options *o)
     return 0;
 }
 
-/* Applies text to *o the way options.h documents. Returns the number of warnings, or -1
- * when the text names a key the parser knows (rp_options_docs) but this reference does not
- * (a key added later): then the outcome cannot be predicted here. */
-static int ref_parse(const char *text, rp_options *o)
+static int ref_blank(char c) { return c == ' ' || c == '\t'; }
+
+/* [s, s + n) without the blanks at either end. */
+static void ref_trim(const char **s, size_t *n)
+{
+    while (*n && ref_blank((*s)[0]))
+        ++*s, --*n;
+    while (*n && ref_blank((*s)[*n - 1]))
+        --*n;
+}
+
+static int ref_uses(const ref_key *k, rp_options_flavour flavour)
+{
+    return strcmp(k->flavours, "both") == 0 || strcmp(k->flavours, flavour == RP_OPTIONS_DEBUG ? "debug" : "release") == 0;
+}
+
+/* Applies text to *o the way options.h documents for the flavour. Returns the number of
+ * warnings, or -1 when the text names a key the parser knows (rp_options_docs) but this
+ * reference does not (a key added later): then the outcome cannot be predicted here. */
+static int ref_parse(const char *text, rp_options *o, rp_options_flavour flavour)
 {
     size_t ndocs;
     const rp_option_doc *docs = rp_options_docs(&ndocs);
     int warnings = 0;
+    unsigned char noted[NREF] = {0};
     const char *p = text;
     for (;;) {
-        const char *end = strchr(p, ':');
-        size_t len = end ? (size_t)(end - p) : strlen(p);
-        const char *eq = memchr(p, '=', len);
-        if (len && !eq) {
+        size_t len = strcspn(p, ":,");
+        const char *item = p;
+        size_t n = len;
+        ref_trim(&item, &n);
+        const char *eq = memchr(item, '=', n);
+        if (n && !eq) {
             warnings++;
-        } else if (len) {
-            size_t klen = (size_t)(eq - p);
+        } else if (n) {
+            const char *key = item, *val = eq + 1;
+            size_t klen = (size_t)(eq - item), vlen = n - klen - 1;
+            ref_trim(&key, &klen);
+            ref_trim(&val, &vlen);
             const ref_key *k = NULL;
             for (size_t i = 0; i < NREF; i++)
-                if (same_word(p, klen, ref_keys[i].name))
+                if (same_word(key, klen, ref_keys[i].name))
                     k = &ref_keys[i];
             if (!k) {
                 for (size_t i = 0; i < ndocs; i++)
-                    if (same_word(p, klen, docs[i].name))
+                    if (same_word(key, klen, docs[i].name))
                         return -1;
                 warnings++;
-            } else if (!ref_value(k, eq + 1, len - klen - 1, o)) {
-                warnings++;
+            } else {
+                if (!ref_uses(k, flavour) && !noted[k - ref_keys]++)
+                    warnings++;
+                if (!ref_value(k, val, vlen, o))
+                    warnings++;
             }
         }
-        if (!end)
+        if (!p[len])
             return warnings;
-        p = end + 1;
+        p += len + 1;
     }
 }
 
@@ -225,7 +275,7 @@ typedef struct warn_log {
     const char *text;
 } warn_log;
 
-static void on_warning(const char *line, void *arg)
+NO_FEEDBACK static void on_warning(const char *line, void *arg)
 {
     warn_log *w = arg;
     w->lines++;
@@ -237,16 +287,22 @@ static void on_warning(const char *line, void *arg)
             fuzz_fail(w->text, "warning has an unprintable byte 0x%02x at %zu", (unsigned char)line[i], i);
 }
 
-static int parse_logged(const char *text, rp_options *o)
+static const char *flavour_name(rp_options_flavour f) { return f == RP_OPTIONS_DEBUG ? "debug" : "release"; }
+
+/* rp_options_parse_as, checking the warnings passed against the count returned; for this
+ * harness's own flavour (release) through rp_options_parse. */
+static int parse_logged(const char *text, rp_options *o, rp_options_flavour flavour)
 {
     warn_log w = {0, text};
-    int n = rp_options_parse(text, o, on_warning, &w);
+    int n = flavour == rp_options_flavour_built() ? rp_options_parse(text, o, on_warning, &w)
+                                                  : rp_options_parse_as(text, o, flavour, on_warning, &w);
     if (n != w.lines)
-        fuzz_fail(text, "rp_options_parse returned %d warnings but passed %d lines", n, w.lines);
+        fuzz_fail(text, "rp_options_parse_as(%s) returned %d warnings but passed %d lines", flavour_name(flavour), n,
+                  w.lines);
     return n;
 }
 
-static void check_path(const char *text, const char *path, const char *name)
+NO_FEEDBACK static void check_path(const char *text, const char *path, const char *name)
 {
     size_t n = strnlen(path, RP_OPTION_PATH_MAX);
     if (n == 0 || n == RP_OPTION_PATH_MAX)
@@ -256,7 +312,7 @@ static void check_path(const char *text, const char *path, const char *name)
             fuzz_fail(text, "%s holds a control character", name);
 }
 
-static void check_ranges(const char *text, const rp_options *o)
+NO_FEEDBACK static void check_ranges(const char *text, const rp_options *o)
 {
     if ((unsigned)o->stats > 1 || (unsigned)o->huge_pages > 1 || (unsigned)o->slabs > 1 || (unsigned)o->poison > 1 ||
         (unsigned)o->leak_report > 1 ||
@@ -275,7 +331,7 @@ static void check_ranges(const char *text, const rp_options *o)
 
 /* Path fields are strings: bytes after their terminator (left by a longer earlier value) are
  * not part of the value. Clears them, so whole structs compare by value. */
-static void normalise(rp_options *o)
+NO_FEEDBACK static void normalise(rp_options *o)
 {
     char *paths[] = {o->report_path, o->dump_path};
     for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
@@ -285,7 +341,7 @@ static void normalise(rp_options *o)
     }
 }
 
-static int same_options(rp_options *a, rp_options *b)
+NO_FEEDBACK static int same_options(rp_options *a, rp_options *b)
 {
     normalise(a);
     normalise(b);
@@ -297,14 +353,231 @@ static void format_options(const rp_options *o, char *buf, size_t cap)
 {
     snprintf(buf, cap,
              "cache_bytes=%zu:retain_bytes=%zu:purge_delay_ms=%u:arenas=%u:huge_pages=%d:slabs=%d:free_batch=%u:"
-             "stats=%d:poison=%d:"
+             "stats=%d:poison=%d:mapped_block_bytes=%zu:help=%d:verbose=%d:"
              "alloc_fill=%u:free_fill=%u:alloc_fill_max=%zu:quarantine_bytes=%zu:backtrace_depth=%u:check_interval=%lu:on_error=%s:"
              "leak_report=%d:leak_exit_code=%u:report_path=%s:dump_signal=%d:dump_at_exit=%d:dump_path=%s",
              o->cache_bytes, o->retain_bytes, o->purge_delay_ms, o->arenas, o->huge_pages, o->slabs, o->free_batch,
-             o->stats, o->poison,
+             o->stats, o->poison, o->mapped_block_bytes, o->help, o->verbose,
              o->alloc_fill, o->free_fill, o->alloc_fill_max, o->quarantine_bytes, o->backtrace_depth, o->check_interval,
              o->abort_on_error ? "abort" : "continue", o->leak_report, o->leak_exit_code, o->report_path,
              o->dump_signal, o->dump_at_exit, o->dump_path);
+}
+
+static size_t ref_field_size(const ref_key *k)
+{
+    switch (k->type) {
+    case R_SIZE:
+        return sizeof(size_t);
+    case R_ULONG:
+        return sizeof(unsigned long);
+    case R_PATH:
+        return RP_OPTION_PATH_MAX;
+    default:
+        return sizeof(int);
+    }
+}
+
+/* rp_options_describe's lines (what verbose=1 prints), joined with ':'. */
+typedef struct described {
+    char text[64 * 1024];
+    size_t len;
+    int lines;
+    const char *input;
+} described;
+
+NO_FEEDBACK static void on_described(const char *line, void *arg)
+{
+    described *d = arg;
+    int n = snprintf(d->text + d->len, sizeof d->text - d->len, "%s%s", d->lines ? ":" : "", line);
+    if (n < 0 || (size_t)n >= sizeof d->text - d->len)
+        fuzz_fail(d->input, "rp_options_describe wrote more than %zu bytes", sizeof d->text);
+    d->len += (size_t)n;
+    d->lines++;
+}
+
+/* What verbose=1 prints, parsed back, gives the same options: every key the flavour uses
+ * once, the others left alone. */
+static void check_describe(const char *text, const rp_options *got, rp_options_flavour flavour)
+{
+    static described d;
+    d.len = 0;
+    d.lines = 0;
+    d.input = text;
+    d.text[0] = 0;
+    rp_options_describe(got, flavour, on_described, &d);
+    int used = 0;
+    rp_options back;
+    rp_options_defaults(&back);
+    for (size_t i = 0; i < NREF; i++) {
+        if (ref_uses(&ref_keys[i], flavour))
+            used++;
+        else
+            memcpy((char *)&back + ref_keys[i].offset, (const char *)got + ref_keys[i].offset,
+                   ref_field_size(&ref_keys[i]));
+    }
+    if (d.lines != used)
+        fuzz_fail(text, "rp_options_describe(%s) wrote %d lines for %d keys", flavour_name(flavour), d.lines, used);
+    warn_log w = {0, d.text};
+    if (rp_options_parse_as(d.text, &back, flavour, on_warning, &w) != 0)
+        fuzz_fail(text, "what verbose=1 prints (\"%s\") does not parse without warnings", d.text);
+    rp_options want = *got;
+    if (!same_options(&back, &want))
+        fuzz_fail(text, "what verbose=1 prints (\"%s\") parses to other values", d.text);
+}
+
+/* The differential check as the flavour parses text; with round_trips, also writing the
+ * result back (this harness's writer and rp_options_describe) and parsing it again. */
+static void check_flavour(const char *text, rp_options_flavour flavour, int round_trips)
+{
+    rp_options got, again, ref;
+    rp_options_defaults(&got);
+    int warnings = parse_logged(text, &got, flavour);
+    check_ranges(text, &got);
+
+    rp_options_defaults(&ref);
+    int ref_warnings = ref_parse(text, &ref, flavour);
+    if (ref_warnings >= 0) {
+        if (ref_warnings != warnings)
+            fuzz_fail(text, "%s flavour: %d warnings, the reference expects %d", flavour_name(flavour), warnings,
+                      ref_warnings);
+        if (!same_options(&got, &ref)) {
+            for (size_t i = 0; i < NREF; i++)
+                if (memcmp((char *)&got + ref_keys[i].offset, (char *)&ref + ref_keys[i].offset,
+                           ref_field_size(&ref_keys[i])) != 0)
+                    fuzz_fail(text, "%s flavour: %s parsed to another value than the reference's",
+                              flavour_name(flavour), ref_keys[i].name);
+            fuzz_fail(text, "%s flavour: the parsed options differ from the reference", flavour_name(flavour));
+        }
+    }
+
+    /* Idempotent: the same text over its own result changes nothing. */
+    again = got;
+    if (parse_logged(text, &again, flavour) != warnings || !same_options(&again, &got))
+        fuzz_fail(text, "parsing the same text twice changed the result");
+
+    if (!round_trips)
+        return;
+    check_describe(text, &got, flavour);
+
+    /* Round trip through text (all keys known to the reference); keys the flavour does not
+     * use are warned about, nothing else. */
+    if (ref_warnings < 0)
+        return;
+    char round[2 * RP_OPTION_PATH_MAX + 640];
+    format_options(&got, round, sizeof round);
+    rp_options back;
+    rp_options_defaults(&back);
+    int unused = 0;
+    for (size_t i = 0; i < NREF; i++)
+        unused += !ref_uses(&ref_keys[i], flavour);
+    if (parse_logged(round, &back, flavour) != unused || !same_options(&back, &got))
+        fuzz_fail(text, "the options written back as \"%s\" do not parse to the same values", round);
+}
+
+/* ---- mutation: numbers at their edges, items of two inputs spliced ------------------------- */
+
+/* libFuzzer's own mutator (absent from the replay build, which never mutates). */
+__attribute__((weak)) size_t LLVMFuzzerMutate(uint8_t *data, size_t size, size_t max_size);
+
+static uint64_t next_random(uint64_t *state)
+{
+    *state ^= *state << 13;
+    *state ^= *state >> 7;
+    *state ^= *state << 17;
+    return *state;
+}
+
+/* A number at an edge, as text: decimal or hex, with a suffix or none. */
+static size_t edge_number(uint64_t *rnd, char *out, size_t cap)
+{
+    static const char suffixes[] = "kKmMgG";
+    uint64_t r = next_random(rnd);
+    unsigned shift = 0;
+    char suffix = 0;
+    if (r & 1) {
+        unsigned s = (unsigned)(r >> 1) % 6;
+        suffix = suffixes[s];
+        shift = 10 * (s / 2 + 1);
+    }
+    r >>= 4;
+    uint64_t v;
+    int64_t delta = (int64_t)(r % 5) - 2;
+    r >>= 3;
+    switch (r % 4) {
+    case 0: /* past what the suffix can scale: wraps if multiplied blindly */
+        v = (shift ? (UINT64_MAX >> shift) + 1 : UINT64_MAX - 2) + (uint64_t)(r >> 2) % 3 * (shift ? 1ull << (64 - shift) : 1);
+        break;
+    case 1: /* a key's maximum, in the unit of the suffix */
+        v = ref_keys[(r >> 2) % NREF].max >> shift;
+        break;
+    default: /* a power of two */
+        v = 1ull << ((r >> 2) % 64);
+        break;
+    }
+    v += (uint64_t)delta;
+    if ((r >> 8) & 1)
+        return (size_t)snprintf(out, cap, "0x%llx%.*s", (unsigned long long)v, suffix ? 1 : 0, &suffix);
+    return (size_t)snprintf(out, cap, "%llu%.*s", (unsigned long long)v, suffix ? 1 : 0, &suffix);
+}
+
+size_t LLVMFuzzerCustomMutator(uint8_t *data, size_t size, size_t max_size, unsigned int seed)
+{
+    uint64_t rnd = seed * 0x9e3779b97f4a7c15ull + 1;
+    if (next_random(&rnd) % 4 != 0 || size == 0)
+        return LLVMFuzzerMutate ? LLVMFuzzerMutate(data, size, max_size) : size;
+    /* Replace the value of one item (after its '=') by a number at an edge. */
+    size_t values[64], nvalues = 0;
+    for (size_t i = 0; i < size && nvalues < 64; i++)
+        if (data[i] == '=')
+            values[nvalues++] = i + 1;
+    if (nvalues == 0)
+        return LLVMFuzzerMutate ? LLVMFuzzerMutate(data, size, max_size) : size;
+    size_t at = values[next_random(&rnd) % nvalues], end = at;
+    while (end < size && data[end] != ':' && data[end] != ',' && data[end] != 0)
+        end++;
+    char number[48];
+    size_t n = edge_number(&rnd, number, sizeof number);
+    if (size - (end - at) + n > max_size)
+        return size;
+    memmove(data + at + n, data + end, size - end);
+    memcpy(data + at, number, n);
+    return size - (end - at) + n;
+}
+
+/* The items of the first input up to a random one, then the second input's from a random one. */
+size_t LLVMFuzzerCustomCrossOver(const uint8_t *a, size_t asize, const uint8_t *b, size_t bsize, uint8_t *out,
+                                 size_t max_out, unsigned int seed)
+{
+    uint64_t rnd = seed * 0x9e3779b97f4a7c15ull + 7;
+    size_t cut_a = asize ? (size_t)(next_random(&rnd) % (asize + 1)) : 0;
+    size_t cut_b = bsize ? (size_t)(next_random(&rnd) % (bsize + 1)) : 0;
+    while (cut_a < asize && a[cut_a] != ':' && a[cut_a] != ',')
+        cut_a++;
+    while (cut_b > 0 && b[cut_b - 1] != ':' && b[cut_b - 1] != ',')
+        cut_b--;
+    size_t n = 0;
+    for (size_t i = 0; i < cut_a && n < max_out; i++)
+        out[n++] = a[i];
+    if (n < max_out)
+        out[n++] = ':';
+    for (size_t i = cut_b; i < bsize && n < max_out; i++)
+        out[n++] = b[i];
+    return n;
+}
+
+/* ---- the target ------------------------------------------------------------------------------ */
+
+NO_FEEDBACK static void on_help(const char *line, void *arg)
+{
+    size_t *i = arg, ndocs;
+    const rp_option_doc *docs = rp_options_docs(&ndocs);
+    if (*i >= ndocs)
+        fuzz_fail("(help)", "rp_options_help wrote more lines than there are keys: \"%s\"", line);
+    size_t n = strlen(docs[*i].name);
+    if (strncmp(line, docs[*i].name, n) != 0 || line[n] != ' ' || !strstr(line, docs[*i].help) ||
+        !strstr(line, docs[*i].flavours) || !strstr(line, " default "))
+        fuzz_fail("(help)", "help line %zu \"%s\" does not describe %s", *i, line, docs[*i].name);
+    ++*i;
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
@@ -317,6 +590,20 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     check_ranges("(RAMPART_OPTIONS)", o);
     if (o != rp_options_get())
         fuzz_fail("(RAMPART_OPTIONS)", "rp_options_get is not one process-wide object");
+    /* The reference's table against the parser's: same flavours for every key both know. */
+    size_t ndocs;
+    const rp_option_doc *docs = rp_options_docs(&ndocs);
+    for (size_t i = 0; i < NREF; i++)
+        for (size_t j = 0; j < ndocs; j++)
+            if (strcmp(ref_keys[i].name, docs[j].name) == 0 && strcmp(ref_keys[i].flavours, docs[j].flavours) != 0)
+                fuzz_fail("(docs)", "%s is used by %s flavours, the reference says %s", docs[j].name,
+                          docs[j].flavours, ref_keys[i].flavours);
+    if (rp_options_flavour_built() != RP_OPTIONS_RELEASE)
+        fuzz_fail("(flavour)", "the options target links the release flavour, rp_options_flavour_built says debug");
+    size_t lines = 0;
+    rp_options_help(on_help, &lines);
+    if (lines != ndocs)
+        fuzz_fail("(help)", "rp_options_help wrote %zu lines for %zu keys", lines, ndocs);
     return 0;
 }
 
@@ -328,37 +615,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memcpy(text, data, size);
     text[size] = 0; /* the parser reads a C string: it stops at the first NUL */
 
-    rp_options got, again, ref;
-    rp_options_defaults(&got);
-    int warnings = parse_logged(text, &got);
-    check_ranges(text, &got);
-
-    rp_options_defaults(&ref);
-    int ref_warnings = ref_parse(text, &ref);
-    if (ref_warnings >= 0) {
-        if (ref_warnings != warnings)
-            fuzz_fail(text, "%d warnings, the reference expects %d", warnings, ref_warnings);
-        if (!same_options(&got, &ref))
-            fuzz_fail(text, "the parsed options differ from the reference");
-    }
-
-    /* Idempotent: the same text over its own result changes nothing. */
-    again = got;
-    if (parse_logged(text, &again) != warnings || !same_options(&again, &got))
-        fuzz_fail(text, "parsing the same text twice changed the result");
-
-    /* Round trip through text (all keys known to the reference). */
-    if (ref_warnings < 0) {
-        free(text);
-        return 0;
-    }
-    char round[2 * RP_OPTION_PATH_MAX + 512];
-    format_options(&got, round, sizeof round);
-    rp_options back;
-    rp_options_defaults(&back);
-    if (parse_logged(round, &back) != 0 || !same_options(&back, &got))
-        fuzz_fail(text, "the options written back as \"%s\" do not parse to the same values", round);
-
+    /* Both flavours against the reference; the round trips (formatting is most of their cost)
+     * for one of them, chosen by the input's length. */
+    check_flavour(text, RP_OPTIONS_RELEASE, (size & 1) == 0);
+    check_flavour(text, RP_OPTIONS_DEBUG, (size & 1) == 1);
     free(text);
     return 0;
 }

@@ -13,51 +13,77 @@
 
 enum opt_type { OPT_SIZE, OPT_BOOL, OPT_UINT, OPT_ULONG, OPT_BYTE, OPT_ERROR_MODE, OPT_SIGNAL, OPT_PATH, OPT_GUARD };
 
+/* Which flavours act on a key: the debug flavour has no thread caches, slabs or mapped blocks
+ * (its blocks carry headers its hooks use), release has none of the debug runtime. */
+enum opt_flavours { FL_BOTH, FL_DEBUG, FL_RELEASE };
+
 typedef struct opt_spec {
     const char *name;
     enum opt_type type;
     size_t offset;
     unsigned long long max;
+    enum opt_flavours flavours;
     const char *help;
 } opt_spec;
 
 #define OFF(f) offsetof(rp_options, f)
 
 static const opt_spec specs[] = {
-    {"cache_bytes", OPT_SIZE, OFF(cache_bytes), (unsigned long long)1 << 32, "per-thread cache cap in bytes (malloc drop-in)"},
-    {"free_batch", OPT_UINT, OFF(free_batch), 64, "frees a thread collects before examining them together, their headers prefetched meanwhile (0 or 1 = each at its call; malloc drop-in)"},
-    {"retain_bytes", OPT_SIZE, OFF(retain_bytes), (unsigned long long)1 << 46, "free page memory kept mapped per heap before returning it to the OS"},
-    {"purge_delay_ms", OPT_UINT, OFF(purge_delay_ms), 3600000, "free page memory beyond retain_bytes goes back to the OS this long after a heap went beyond it (0 = at once)"},
-    {"mapped_block_bytes", OPT_SIZE, OFF(mapped_block_bytes), (unsigned long long)1 << 46, "blocks from this size (with the default, blocks realloc moves: from 4M) get a mapping of their own: realloc moves them with mremap, free unmaps them (0 = never; at least 2M)"},
-    {"huge_pages", OPT_BOOL, OFF(huge_pages), 1, "ask for transparent huge pages on the malloc heaps' OS regions (fewer page faults, RSS in 2 MiB steps)"},
-    {"slabs", OPT_BOOL, OFF(slabs), 1,
+    {"cache_bytes", OPT_SIZE, OFF(cache_bytes), (unsigned long long)1 << 32, FL_RELEASE, "per-thread cache cap in bytes (malloc drop-in)"},
+    {"free_batch", OPT_UINT, OFF(free_batch), 64, FL_RELEASE, "frees a thread collects before examining them together, their headers prefetched meanwhile (0 or 1 = each at its call; malloc drop-in)"},
+    {"retain_bytes", OPT_SIZE, OFF(retain_bytes), (unsigned long long)1 << 46, FL_BOTH, "free page memory kept mapped per heap before returning it to the OS"},
+    {"purge_delay_ms", OPT_UINT, OFF(purge_delay_ms), 3600000, FL_BOTH, "free page memory beyond retain_bytes goes back to the OS this long after a heap went beyond it (0 = at once)"},
+    {"mapped_block_bytes", OPT_SIZE, OFF(mapped_block_bytes), (unsigned long long)1 << 46, FL_RELEASE, "blocks from this size (with the default, blocks realloc moves: from 4M) get a mapping of their own: realloc moves them with mremap, free unmaps them (0 = never; at least 2M)"},
+    {"huge_pages", OPT_BOOL, OFF(huge_pages), 1, FL_BOTH, "ask for transparent huge pages on the malloc heaps' OS regions (fewer page faults, RSS in 2 MiB steps)"},
+    {"slabs", OPT_BOOL, OFF(slabs), 1, FL_RELEASE,
      "small blocks (up to 1008 bytes) from slabs without headers, their metadata apart (0 = span blocks with 16-byte "
      "headers; malloc drop-in)"},
-    {"stats", OPT_BOOL, OFF(stats), 1, "print allocator statistics at exit"},
-    {"arenas", OPT_UINT, OFF(arenas), 64, "heaps the malloc drop-in spreads threads over (0 = 4 per CPU, at most 64)"},
-    {"ignore_foreign_free", OPT_BOOL, OFF(ignore_foreign_free), 1,
+    {"stats", OPT_BOOL, OFF(stats), 1, FL_BOTH, "print allocator statistics at exit"},
+    {"arenas", OPT_UINT, OFF(arenas), 64, FL_BOTH, "heaps the malloc drop-in spreads threads over (0 = 4 per CPU, at most 64)"},
+    {"ignore_foreign_free", OPT_BOOL, OFF(ignore_foreign_free), 1, FL_BOTH,
      "free() of a pointer rampart never handed out (another allocator's memory) is counted and ignored instead of "
      "reported as an invalid free (malloc drop-in)"},
-    {"poison", OPT_BOOL, OFF(poison), 1, "debug: fill fresh and freed blocks with patterns; verify the free pattern"},
-    {"alloc_fill", OPT_BYTE, OFF(alloc_fill), 255, "debug: byte written into fresh blocks"},
-    {"free_fill", OPT_BYTE, OFF(free_fill), 255, "debug: byte written into freed blocks"},
-    {"alloc_fill_max", OPT_SIZE, OFF(alloc_fill_max), (unsigned long long)1 << 46, "debug: bytes of a fresh block (from its start) written with alloc_fill"},
-    {"quarantine_bytes", OPT_SIZE, OFF(quarantine_bytes), (unsigned long long)1 << 40, "debug: freed bytes held back (FIFO) before reuse (default 256M, at most an eighth of the RAM)"},
-    {"backtrace_depth", OPT_UINT, OFF(backtrace_depth), 64, "debug: frames recorded per allocation/free stack, 0 = off"},
-    {"check_interval", OPT_ULONG, OFF(check_interval), ULONG_MAX, "debug: run the heap checker every N operations, 0 = off"},
-    {"on_error", OPT_ERROR_MODE, OFF(abort_on_error), 1, "debug: abort (default) or continue after a report"},
-    {"leak_report", OPT_BOOL, OFF(leak_report), 1, "debug: print a leak report at exit"},
-    {"leak_exit_code", OPT_UINT, OFF(leak_exit_code), 255, "debug: exit status when the exit-time leak report finds leaks, 0 = unchanged"},
-    {"report_path", OPT_PATH, OFF(report_path), 0, "debug: where reports go: stderr, stdout or a file path (%p = pid; /dev/fd/N for a descriptor)"},
-    {"suppressions", OPT_PATH, OFF(suppressions), 0, "debug: file of leak suppressions (leak:PATTERN lines, LeakSanitizer's format)"},
-    {"guard", OPT_GUARD, OFF(guard), 0xffffffffull, "blocks placed against an inaccessible page, faulting at the first bad access: off, all, or sample:N (1 in N; the release drop-in samples too)"},
-    {"guard_left", OPT_BOOL, OFF(guard_left), 1, "guarded blocks start at a page boundary (underflows fault) instead of ending at one"},
-    {"dump_signal", OPT_SIGNAL, OFF(dump_signal), 64, "signal that requests a heap dump (e.g. SIGUSR2), 0 = off"},
-    {"dump_at_exit", OPT_BOOL, OFF(dump_at_exit), 1, "write a heap dump at exit"},
-    {"dump_path", OPT_PATH, OFF(dump_path), 0, "dump file pattern (%p = pid, %n = sequence number)"},
+    {"poison", OPT_BOOL, OFF(poison), 1, FL_DEBUG, "debug: fill fresh and freed blocks with patterns; verify the free pattern"},
+    {"alloc_fill", OPT_BYTE, OFF(alloc_fill), 255, FL_DEBUG, "debug: byte written into fresh blocks"},
+    {"free_fill", OPT_BYTE, OFF(free_fill), 255, FL_DEBUG, "debug: byte written into freed blocks"},
+    {"alloc_fill_max", OPT_SIZE, OFF(alloc_fill_max), (unsigned long long)1 << 46, FL_DEBUG, "debug: bytes of a fresh block (from its start) written with alloc_fill"},
+    {"quarantine_bytes", OPT_SIZE, OFF(quarantine_bytes), (unsigned long long)1 << 40, FL_DEBUG, "debug: freed bytes held back (FIFO) before reuse (default 256M, at most an eighth of the RAM)"},
+    {"backtrace_depth", OPT_UINT, OFF(backtrace_depth), 64, FL_DEBUG, "debug: frames recorded per allocation/free stack, 0 = off"},
+    {"check_interval", OPT_ULONG, OFF(check_interval), ULONG_MAX, FL_DEBUG, "debug: run the heap checker every N operations, 0 = off"},
+    {"on_error", OPT_ERROR_MODE, OFF(abort_on_error), 1, FL_DEBUG, "debug: abort (default) or continue after a report"},
+    {"leak_report", OPT_BOOL, OFF(leak_report), 1, FL_DEBUG, "debug: print a leak report at exit"},
+    {"leak_exit_code", OPT_UINT, OFF(leak_exit_code), 255, FL_DEBUG, "debug: exit status when the exit-time leak report finds leaks, 0 = unchanged"},
+    {"report_path", OPT_PATH, OFF(report_path), 0, FL_DEBUG, "debug: where reports go: stderr, stdout or a file path (%p = pid; /dev/fd/N for a descriptor)"},
+    {"suppressions", OPT_PATH, OFF(suppressions), 0, FL_DEBUG, "debug: file of leak suppressions (leak:PATTERN lines, LeakSanitizer's format)"},
+    {"guard", OPT_GUARD, OFF(guard), 0xffffffffull, FL_BOTH, "blocks placed against an inaccessible page, faulting at the first bad access: off, all, or sample:N (1 in N; the release drop-in samples too)"},
+    {"guard_left", OPT_BOOL, OFF(guard_left), 1, FL_BOTH, "guarded blocks start at a page boundary (underflows fault) instead of ending at one"},
+    {"dump_signal", OPT_SIGNAL, OFF(dump_signal), 64, FL_BOTH, "signal that requests a heap dump (e.g. SIGUSR2), 0 = off"},
+    {"dump_at_exit", OPT_BOOL, OFF(dump_at_exit), 1, FL_BOTH, "write a heap dump at exit"},
+    {"dump_path", OPT_PATH, OFF(dump_path), 0, FL_BOTH, "dump file pattern (%p = pid, %n = sequence number)"},
+    {"help", OPT_BOOL, OFF(help), 1, FL_BOTH, "print this list of keys on stderr when the options are read"},
+    {"verbose", OPT_BOOL, OFF(verbose), 1, FL_BOTH, "print the effective value of every key on stderr when the options are read"},
 };
 
 #define NSPECS (sizeof specs / sizeof specs[0])
+
+static const char *const flavour_names[] = {"both", "debug", "release"};
+
+rp_options_flavour rp_options_flavour_built(void)
+{
+#ifdef RAMPART_DEBUG
+    return RP_OPTIONS_DEBUG;
+#else
+    return RP_OPTIONS_RELEASE;
+#endif
+}
+
+/* Does the flavour act on the key? */
+static int used_by(const opt_spec *sp, rp_options_flavour flavour)
+{
+    return sp->flavours == FL_BOTH || (sp->flavours == FL_DEBUG) == (flavour == RP_OPTIONS_DEBUG);
+}
+
+static const char *flavour_name(rp_options_flavour flavour) { return flavour == RP_OPTIONS_DEBUG ? "debug" : "release"; }
 
 const rp_option_doc *rp_options_docs(size_t *count)
 {
@@ -67,6 +93,7 @@ const rp_option_doc *rp_options_docs(size_t *count)
         for (size_t i = 0; i < NSPECS; i++) {
             docs[i].name = specs[i].name;
             docs[i].help = specs[i].help;
+            docs[i].flavours = flavour_names[specs[i].flavours];
         }
         __atomic_store_n(&ready, 1, __ATOMIC_RELEASE);
     }
@@ -123,6 +150,13 @@ static void printable(char *buf, size_t cap, const char *s, size_t n)
         buf[k] = (c >= 0x20 && c < 0x7f) ? (char)c : '?';
     }
     buf[k] = 0;
+}
+
+/* A value as a warning shows it (at most 63 printable bytes): only on the error paths. */
+static const char *shown_as(char buf[64], const char *val, size_t n)
+{
+    printable(buf, 64, val, n);
+    return buf;
 }
 
 static int parse_ull(const char *s, size_t n, unsigned long long *out)
@@ -193,12 +227,13 @@ static int parse_bool(const char *s, size_t n, int *out)
     return -1;
 }
 
+static const struct {
+    const char *name;
+    int sig;
+} signal_names[] = {{"USR1", SIGUSR1}, {"USR2", SIGUSR2}, {"HUP", SIGHUP}, {"PROF", SIGPROF}, {"URG", SIGURG}};
+
 static int parse_signal(const char *s, size_t n, int *out)
 {
-    static const struct {
-        const char *name;
-        int sig;
-    } names[] = {{"USR1", SIGUSR1}, {"USR2", SIGUSR2}, {"HUP", SIGHUP}, {"PROF", SIGPROF}, {"URG", SIGURG}};
     unsigned long long v;
     if (parse_ull(s, n, &v) == 0) {
         if (v > 64)
@@ -210,26 +245,40 @@ static int parse_signal(const char *s, size_t n, int *out)
         s += 3;
         n -= 3;
     }
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        if (word_is(s, n, names[i].name)) {
-            *out = names[i].sig;
+    for (size_t i = 0; i < sizeof signal_names / sizeof signal_names[0]; i++) {
+        if (word_is(s, n, signal_names[i].name)) {
+            *out = signal_names[i].sig;
             return 0;
         }
     }
     return -1;
 }
 
+
+static int is_blank(char c) { return c == ' ' || c == '\t'; }
+static int is_separator(char c) { return c == ':' || c == ','; }
+
+/* Trims blanks from both ends of [*s, *s + *n). */
+static void trim(const char **s, size_t *n)
+{
+    while (*n && is_blank(**s)) {
+        (*s)++;
+        (*n)--;
+    }
+    while (*n && is_blank((*s)[*n - 1]))
+        (*n)--;
+}
+
 static void apply(const opt_spec *sp, const char *val, size_t n, rp_options *o, struct warner *w)
 {
     char shown[64];
-    printable(shown, sizeof shown, val, n);
     char *field = (char *)o + sp->offset;
     unsigned long long v = 0;
     int iv = 0;
     switch (sp->type) {
     case OPT_SIZE:
         if (parse_size(val, n, &v) != 0 || v > sp->max) {
-            warn(w, "RAMPART_OPTIONS: bad value '%s' for %s (a size such as 64K or 32M, at most %llu); ignored", shown,
+            warn(w, "RAMPART_OPTIONS: bad value '%s' for %s (a size such as 64K or 32M, at most %llu); ignored", shown_as(shown, val, n),
                  sp->name, sp->max);
             return;
         }
@@ -239,7 +288,7 @@ static void apply(const opt_spec *sp, const char *val, size_t n, rp_options *o, 
     case OPT_ULONG:
     case OPT_BYTE:
         if (parse_ull(val, n, &v) != 0 || v > sp->max) {
-            warn(w, "RAMPART_OPTIONS: bad value '%s' for %s (a number from 0 to %llu); ignored", shown, sp->name,
+            warn(w, "RAMPART_OPTIONS: bad value '%s' for %s (a number from 0 to %llu); ignored", shown_as(shown, val, n), sp->name,
                  sp->max);
             return;
         }
@@ -250,7 +299,7 @@ static void apply(const opt_spec *sp, const char *val, size_t n, rp_options *o, 
         return;
     case OPT_BOOL:
         if (parse_bool(val, n, &iv) != 0) {
-            warn(w, "RAMPART_OPTIONS: bad value '%s' for %s (0 or 1); ignored", shown, sp->name);
+            warn(w, "RAMPART_OPTIONS: bad value '%s' for %s (0 or 1); ignored", shown_as(shown, val, n), sp->name);
             return;
         }
         *(int *)field = iv;
@@ -261,29 +310,33 @@ static void apply(const opt_spec *sp, const char *val, size_t n, rp_options *o, 
         else if (word_is(val, n, "continue"))
             *(int *)field = 0;
         else
-            warn(w, "RAMPART_OPTIONS: bad value '%s' for %s (abort or continue); ignored", shown, sp->name);
+            warn(w, "RAMPART_OPTIONS: bad value '%s' for %s (abort or continue); ignored", shown_as(shown, val, n), sp->name);
         return;
     case OPT_SIGNAL:
         if (parse_signal(val, n, &iv) != 0) {
             warn(w, "RAMPART_OPTIONS: bad value '%s' for %s (a signal number or name such as SIGUSR2); ignored",
-                 shown, sp->name);
+                 shown_as(shown, val, n), sp->name);
             return;
         }
         *(int *)field = iv;
         return;
-    case OPT_GUARD:
+    case OPT_GUARD: {
+        const char *num = val + 7;
+        size_t nlen = n > 7 ? n - 7 : 0;
+        trim(&num, &nlen); /* "sample: 10" */
         if (word_is(val, n, "off") || word_is(val, n, "0")) {
             *(unsigned long *)field = 0;
         } else if (word_is(val, n, "all") || word_is(val, n, "1")) {
             *(unsigned long *)field = 1;
-        } else if (n > 7 && strncasecmp(val, "sample:", 7) == 0 && parse_ull(val + 7, n - 7, &v) == 0 && v >= 1 &&
+        } else if (n > 7 && strncasecmp(val, "sample:", 7) == 0 && parse_ull(num, nlen, &v) == 0 && v >= 1 &&
                    v <= sp->max) {
             *(unsigned long *)field = (unsigned long)v;
         } else {
             warn(w, "RAMPART_OPTIONS: bad value '%s' for %s (off, all or sample:N with N from 1 to %llu); ignored",
-                 shown, sp->name, sp->max);
+                 shown_as(shown, val, n), sp->name, sp->max);
         }
         return;
+    }
     case OPT_PATH:
         if (n == 0 || n >= RP_OPTION_PATH_MAX) {
             warn(w, "RAMPART_OPTIONS: bad value for %s (a path of 1 to %d bytes); ignored", sp->name,
@@ -302,52 +355,188 @@ static void apply(const opt_spec *sp, const char *val, size_t n, rp_options *o, 
     }
 }
 
-int rp_options_parse(const char *text, rp_options *o, rp_option_warn_fn fn, void *arg)
+/* Is the item "guard=sample" (blanks around its key and value aside)? */
+static int is_guard_sample(const char *item, size_t n)
+{
+    const char *eq = memchr(item, '=', n);
+    if (!eq)
+        return 0;
+    const char *key = item, *val = eq + 1;
+    size_t klen = (size_t)(eq - item), vlen = n - klen - 1;
+    trim(&key, &klen);
+    trim(&val, &vlen);
+    return word_is(key, klen, "guard") && word_is(val, vlen, "sample");
+}
+
+int rp_options_parse_as(const char *text, rp_options *o, rp_options_flavour flavour, rp_option_warn_fn fn,
+                        void *arg)
 {
     struct warner w = {fn, arg, 0};
+    uint64_t noted = 0; /* keys already warned about as unused by the flavour */
+    _Static_assert(NSPECS <= 64, "one bit per key");
     if (!text)
         return 0;
     const char *p = text;
-    while (*p) {
-        const char *end = strchr(p, ':');
-        /* guard=sample:N holds the separator: the N is part of the value. */
-        if (end && end - p == 12 && strncasecmp(p, "guard=sample", 12) == 0)
-            end = strchr(end + 1, ':');
-        size_t len = end ? (size_t)(end - p) : strlen(p);
-        if (len > 0) {
-            const char *eq = memchr(p, '=', len);
+    for (;;) {
+        size_t len = 0;
+        while (p[len] && !is_separator(p[len]))
+            len++;
+        const char *item = p;
+        size_t n = len;
+        trim(&item, &n);
+        if (p[len] == ':' && is_guard_sample(item, n)) {
+            /* guard=sample:N holds a ':': the N is part of the value. */
+            len++;
+            while (p[len] && !is_separator(p[len]))
+                len++;
+            item = p;
+            n = len;
+            trim(&item, &n);
+        }
+        if (n > 0) {
+            const char *eq = memchr(item, '=', n);
             char shown[64];
             if (!eq) {
-                printable(shown, sizeof shown, p, len);
+                printable(shown, sizeof shown, item, n);
                 warn(&w, "RAMPART_OPTIONS: '%s' is not key=value; ignored", shown);
             } else {
-                size_t klen = (size_t)(eq - p);
+                const char *key = item, *val = eq + 1;
+                size_t klen = (size_t)(eq - item), vlen = n - klen - 1;
+                trim(&key, &klen);
+                trim(&val, &vlen);
                 const opt_spec *sp = NULL;
-                for (size_t i = 0; i < NSPECS; i++)
-                    if (word_is(p, klen, specs[i].name))
+                for (size_t i = 0; i < NSPECS && !sp; i++)
+                    if (word_is(key, klen, specs[i].name))
                         sp = &specs[i];
                 if (!sp) {
-                    printable(shown, sizeof shown, p, klen);
+                    printable(shown, sizeof shown, key, klen);
                     warn(&w, "RAMPART_OPTIONS: unknown key '%s'; ignored", shown);
                 } else {
-                    apply(sp, eq + 1, len - klen - 1, o, &w);
+                    uint64_t bit = (uint64_t)1 << (sp - specs);
+                    if (!used_by(sp, flavour) && !(noted & bit)) {
+                        noted |= bit;
+                        warn(&w, "RAMPART_OPTIONS: %s has no effect in the %s flavour (a %s-flavour key)", sp->name,
+                             flavour_name(flavour), flavour_names[sp->flavours]);
+                    }
+                    apply(sp, val, vlen, o, &w);
                 }
             }
         }
-        if (!end)
+        if (!p[len])
             break;
-        p = end + 1;
+        p += len + 1;
     }
     return w.count;
 }
 
-static void warn_stderr(const char *line, void *arg)
+int rp_options_parse(const char *text, rp_options *o, rp_option_warn_fn fn, void *arg)
 {
-    (void)arg;
-    char buf[400];
-    int n = snprintf(buf, sizeof buf, "rampart: %s\n", line);
-    if (n > (int)sizeof buf - 1)
+    return rp_options_parse_as(text, o, rp_options_flavour_built(), fn, arg);
+}
+
+/* ---- help and the effective values ------------------------------------------------------- */
+
+static const char *const type_names[] = {"size",   "bool", "number", "number",
+                                         "byte",   "abort|continue", "signal", "path",
+                                         "off|all|sample:N"};
+
+/* Writes the value of sp in o as text the parser reads back. */
+static void format_value(const opt_spec *sp, const rp_options *o, char *buf, size_t cap)
+{
+    const char *field = (const char *)o + sp->offset;
+    switch (sp->type) {
+    case OPT_SIZE: {
+        size_t v = *(const size_t *)field;
+        static const char units[] = "GMK";
+        for (unsigned u = 0; u < 3; u++) {
+            unsigned shift = 30 - 10 * u;
+            if (v && (v & (((size_t)1 << shift) - 1)) == 0) {
+                snprintf(buf, cap, "%zu%c", v >> shift, units[u]);
+                return;
+            }
+        }
+        snprintf(buf, cap, "%zu", v);
+        return;
+    }
+    case OPT_BOOL:
+        snprintf(buf, cap, "%d", *(const int *)field);
+        return;
+    case OPT_UINT:
+        snprintf(buf, cap, "%u", *(const unsigned *)field);
+        return;
+    case OPT_ULONG:
+        snprintf(buf, cap, "%lu", *(const unsigned long *)field);
+        return;
+    case OPT_BYTE:
+        snprintf(buf, cap, "0x%02x", *(const unsigned *)field);
+        return;
+    case OPT_ERROR_MODE:
+        snprintf(buf, cap, "%s", *(const int *)field ? "abort" : "continue");
+        return;
+    case OPT_SIGNAL: {
+        int sig = *(const int *)field;
+        for (size_t i = 0; i < sizeof signal_names / sizeof signal_names[0]; i++) {
+            if (signal_names[i].sig == sig) {
+                snprintf(buf, cap, "SIG%s", signal_names[i].name);
+                return;
+            }
+        }
+        snprintf(buf, cap, "%d", sig);
+        return;
+    }
+    case OPT_GUARD: {
+        unsigned long g = *(const unsigned long *)field;
+        if (g <= 1)
+            snprintf(buf, cap, "%s", g ? "all" : "off");
+        else
+            snprintf(buf, cap, "sample:%lu", g);
+        return;
+    }
+    case OPT_PATH: /* as given (no control characters: apply refuses them), UTF-8 included */
+        snprintf(buf, cap, "%.*s", (int)strnlen(field, RP_OPTION_PATH_MAX), field);
+        return;
+    }
+}
+
+void rp_options_help(rp_option_warn_fn fn, void *arg)
+{
+    rp_options defaults;
+    rp_options_defaults(&defaults);
+    for (size_t i = 0; i < NSPECS; i++) {
+        char value[RP_OPTION_PATH_MAX], line[600];
+        format_value(&specs[i], &defaults, value, sizeof value);
+        snprintf(line, sizeof line, "%-19s %-16s default %-17s %-7s %s", specs[i].name, type_names[specs[i].type],
+                 value[0] ? value : "(none)", flavour_names[specs[i].flavours], specs[i].help);
+        fn(line, arg);
+    }
+}
+
+void rp_options_describe(const rp_options *o, rp_options_flavour flavour, rp_option_warn_fn fn, void *arg)
+{
+    for (size_t i = 0; i < NSPECS; i++) {
+        if (!used_by(&specs[i], flavour))
+            continue;
+        char value[RP_OPTION_PATH_MAX], line[RP_OPTION_PATH_MAX + 32];
+        format_value(&specs[i], o, value, sizeof value);
+        if (!value[0])
+            continue; /* an empty path (no suppressions file): nothing to write back */
+        snprintf(line, sizeof line, "%s=%s", specs[i].name, value);
+        fn(line, arg);
+    }
+}
+
+/* ---- the process's options ----------------------------------------------------------------- */
+
+/* Writes "rampart: <prefix><line>\n" to stderr, without allocating. */
+static void line_to_stderr(const char *line, void *arg)
+{
+    const char *prefix = arg ? arg : "";
+    char buf[720];
+    int n = snprintf(buf, sizeof buf, "rampart: %s%s\n", prefix, line);
+    if (n > (int)sizeof buf - 1) {
         n = (int)sizeof buf - 1;
+        buf[n - 1] = '\n';
+    }
     if (n > 0) {
         ssize_t r = write(STDERR_FILENO, buf, (size_t)n);
         (void)r;
@@ -360,7 +549,20 @@ static pthread_once_t options_once = PTHREAD_ONCE_INIT;
 static void options_init(void)
 {
     rp_options_defaults(&process_options);
-    rp_options_parse(getenv("RAMPART_OPTIONS"), &process_options, warn_stderr, NULL);
+    rp_options_flavour flavour = rp_options_flavour_built();
+    rp_options_parse_as(getenv("RAMPART_OPTIONS"), &process_options, flavour, line_to_stderr, NULL);
+    char title[120];
+    if (process_options.help) {
+        snprintf(title, sizeof title,
+                 "RAMPART_OPTIONS=key=value:key=value (or ','), this is the %s flavour; keys:", flavour_name(flavour));
+        line_to_stderr(title, NULL);
+        rp_options_help(line_to_stderr, "  ");
+    }
+    if (process_options.verbose) {
+        snprintf(title, sizeof title, "options in effect (%s flavour):", flavour_name(flavour));
+        line_to_stderr(title, NULL);
+        rp_options_describe(&process_options, flavour, line_to_stderr, "  ");
+    }
 }
 
 const rp_options *rp_options_get(void)

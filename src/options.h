@@ -1,10 +1,15 @@
-/* Runtime options: RAMPART_OPTIONS="key=value:key=value".
+/* Runtime options: RAMPART_OPTIONS="key=value:key=value" (or "key=value, key=value").
  *
  * One table of every key (malloc drop-in, debug flavour, dumps), so a key is "unknown" only if
- * no part of rampart knows it. An unknown key or a bad value produces one warning line and is
+ * no part of rampart knows it. Items are separated by ':' or ',' (as in jemalloc's
+ * MALLOC_CONF); blanks (spaces, tabs) around items, keys and values are trimmed; keys match
+ * without regard to case. An unknown key or a bad value produces one warning line and is
  * ignored; parsing never allocates, never crashes and accepts any bytes. Sizes take K, M, G
  * suffixes (powers of 1024); booleans 0/1/true/false/yes/no/on/off; signals a number or a name
- * (SIGUSR2, USR2). Keys that only the debug flavour uses are accepted by release too. */
+ * (SIGUSR2, USR2). A key the running flavour does not use (the debug flavour's keys in
+ * release, the thread-cache keys in debug) is parsed and stored as usual, and warned about once
+ * per parse: the setting has no effect. help=1 prints every key (meaning, default, flavours)
+ * and verbose=1 the effective values, on stderr, when the process reads its options. */
 #ifndef RP_OPTIONS_H
 #define RP_OPTIONS_H
 
@@ -59,25 +64,50 @@ typedef struct rp_options {
     int dump_at_exit;          /* dump_at_exit: write a dump at exit (default 0) */
     char dump_path[RP_OPTION_PATH_MAX]; /* dump_path: pattern, %p = pid, %n = sequence
                                            (default rampart.%p.%n.rpd) */
+    /* about the options themselves */
+    int help;                  /* help: print every key, its meaning, default and flavours */
+    int verbose;               /* verbose: print the effective values */
 } rp_options;
 
-/* Receives one warning line (no trailing newline). */
+/* Which flavour reads the options: what decides the "has no effect" warnings. */
+typedef enum rp_options_flavour { RP_OPTIONS_RELEASE, RP_OPTIONS_DEBUG } rp_options_flavour;
+
+/* The flavour this library was built as. */
+rp_options_flavour rp_options_flavour_built(void);
+
+/* Receives one line of text: a warning, or a line of help (no trailing newline). */
 typedef void (*rp_option_warn_fn)(const char *line, void *arg);
 
 void rp_options_defaults(rp_options *o);
 
-/* Parses text into *o (fields not mentioned keep their values). Returns the number of
- * warnings; each is also passed to warn (if non-NULL). text NULL or "" is fine. */
+/* Parses text into *o (fields not mentioned keep their values) for this library's flavour.
+ * Returns the number of warnings; each is also passed to warn (if non-NULL). text NULL or ""
+ * is fine. */
 int rp_options_parse(const char *text, rp_options *o, rp_option_warn_fn warn, void *arg);
+
+/* rp_options_parse as the given flavour would (tests and the fuzz oracle run both). */
+int rp_options_parse_as(const char *text, rp_options *o, rp_options_flavour flavour, rp_option_warn_fn warn,
+                        void *arg);
+
+/* Passes one line per key to fn: name, kind of value, default, the flavours using it and its
+ * meaning (what help=1 prints). */
+void rp_options_help(rp_option_warn_fn fn, void *arg);
+
+/* Passes one line "key=value" per key the flavour uses to fn, the value written so that
+ * parsing the line gives it back (what verbose=1 prints); a path left empty (no suppressions
+ * file) is not listed. */
+void rp_options_describe(const rp_options *o, rp_options_flavour flavour, rp_option_warn_fn fn, void *arg);
 
 /* The process's options: defaults plus RAMPART_OPTIONS, parsed on first call (warnings to
  * stderr, prefixed "rampart: "). Thread-safe; never allocates. */
 const rp_options *rp_options_get(void);
 
-/* The documented keys, for help texts and tests: name and a one-line description. */
+/* The documented keys, for help texts and tests: name, a one-line description and which
+ * flavours use the key ("both", "debug" or "release"). */
 typedef struct rp_option_doc {
     const char *name;
     const char *help;
+    const char *flavours;
 } rp_option_doc;
 const rp_option_doc *rp_options_docs(size_t *count);
 

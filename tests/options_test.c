@@ -1,7 +1,11 @@
 /* RAMPART_OPTIONS parsing: every value type, warnings for unknown keys and bad values,
- * hostile input (no crash, bounded output). */
+ * hostile input (no crash, bounded output); ',' separators and blanks; keys the flavour does
+ * not use; help=1 and verbose=1 in a process of their own. */
+#define _GNU_SOURCE
+#include <limits.h>
 #include <signal.h>
 
+#include "child_process.h"
 #include "src/options.h"
 #include "testing.h"
 
@@ -13,19 +17,135 @@ static void record(const char *line, void *arg)
     snprintf(last, sizeof last, "%s", line);
 }
 
-int main(void)
+/* Lines passed to a rp_option_warn_fn, joined with ':'. */
+static char joined[4096];
+static void join(const char *line, void *arg)
 {
+    int *n = arg;
+    size_t at = strlen(joined);
+    snprintf(joined + at, sizeof joined - at, "%s%s", at ? ":" : "", line);
+    (*n)++;
+}
+
+/* The process path: RAMPART_OPTIONS read at the first rp_options_get, help and the
+ * effective values printed on stderr. */
+static int child(const char *what)
+{
+    (void)what;
+    const rp_options *o = rp_options_get();
+    printf("stats=%d cache_bytes=%zu\n", o->stats, o->cache_bytes);
+    return 0;
+}
+
+static void separators_and_blanks(void)
+{
+    rp_options o;
+    rp_options_defaults(&o);
+    int n = 0;
+    /* ',' separates like ':'; blanks around items, keys and values go. */
+    CHECK(rp_options_parse_as(" stats = 1 , cache_bytes=64K,\tarenas =3 :huge_pages= off,,", &o, RP_OPTIONS_RELEASE,
+                              record, &n) == 0);
+    CHECK(o.stats == 1 && o.cache_bytes == 65536 && o.arenas == 3 && o.huge_pages == 0);
+    /* Blanks inside a value are kept; inside a number they are not a number. */
+    CHECK(rp_options_parse_as("dump_path = /tmp/a b.%p ", &o, RP_OPTIONS_RELEASE, record, &n) == 0);
+    CHECK(strcmp(o.dump_path, "/tmp/a b.%p") == 0);
+    CHECK(rp_options_parse_as("arenas=1 2", &o, RP_OPTIONS_RELEASE, record, &n) == 1 && o.arenas == 3);
+    /* A blank-only item is empty: nothing to say. */
+    CHECK(rp_options_parse_as(" : \t ,", &o, RP_OPTIONS_RELEASE, record, &n) == 0);
+}
+
+static void flavours(void)
+{
+    rp_options o;
+    rp_options_defaults(&o);
+    int n = 0;
+    /* A key the flavour does not use: stored, one warning per key however often it appears. */
+    CHECK(rp_options_parse_as("poison=0:poison=1:quarantine_bytes=1M:stats=1", &o, RP_OPTIONS_RELEASE, record, &n) ==
+          2);
+    CHECK(o.poison == 1 && o.quarantine_bytes == (1u << 20) && strstr(last, "quarantine_bytes has no effect in the "
+                                                                              "release flavour"));
+    CHECK(rp_options_parse_as("poison=0:quarantine_bytes=1M", &o, RP_OPTIONS_DEBUG, record, &n) == 0);
+    CHECK(rp_options_parse_as("slabs=0:cache_bytes=0:free_batch=1", &o, RP_OPTIONS_DEBUG, record, &n) == 3);
+    CHECK(strstr(last, "free_batch has no effect in the debug flavour"));
+    /* A bad value of such a key: both warnings. */
+    CHECK(rp_options_parse_as("poison=maybe", &o, RP_OPTIONS_RELEASE, record, &n) == 2);
+    CHECK(rp_options_flavour_built() == RP_OPTIONS_RELEASE);
+
+    size_t count;
+    const rp_option_doc *docs = rp_options_docs(&count);
+    for (size_t i = 0; i < count; i++)
+        CHECK(strcmp(docs[i].flavours, "both") == 0 || strcmp(docs[i].flavours, "debug") == 0 ||
+              strcmp(docs[i].flavours, "release") == 0);
+}
+
+static void help_and_describe(void)
+{
+    size_t count;
+    rp_options_docs(&count);
+    int lines = 0;
+    joined[0] = 0;
+    rp_options_help(join, &lines);
+    CHECK(lines == (int)count);
+    CHECK(strstr(joined, "cache_bytes        size           default 1M"));
+    CHECK(strstr(joined, "poison             bool           default 1                 debug"));
+    CHECK(strstr(joined, "dump_signal") && strstr(joined, "report_path") && strstr(joined, "verbose"));
+
+    /* The effective values, written back, parse to the same options. */
+    for (int flavour = RP_OPTIONS_RELEASE; flavour <= RP_OPTIONS_DEBUG; flavour++) {
+        rp_options o, back;
+        rp_options_defaults(&o);
+        int n = 0;
+        rp_options_parse_as("cache_bytes=12345:retain_bytes=3G:alloc_fill=7:dump_signal=10:report_path=/tmp/x.%p:"
+                            "on_error=continue:check_interval=18446744073709551615",
+                            &o, (rp_options_flavour)flavour, NULL, NULL);
+        lines = 0;
+        joined[0] = 0;
+        rp_options_describe(&o, (rp_options_flavour)flavour, join, &lines);
+        CHECK(lines > 10 && lines < (int)count);
+        rp_options_defaults(&back);
+        CHECK(rp_options_parse_as(joined, &back, (rp_options_flavour)flavour, record, &n) == 0);
+        if (flavour == RP_OPTIONS_RELEASE) {
+            CHECK(strstr(joined, "cache_bytes=12345:") && strstr(joined, "retain_bytes=3G"));
+            CHECK(back.cache_bytes == 12345 && !strstr(joined, "poison="));
+        } else {
+            CHECK(strstr(joined, "alloc_fill=0x07") && strstr(joined, "dump_signal=SIGUSR1"));
+            CHECK(back.alloc_fill == 7 && back.abort_on_error == 0 && back.check_interval == ULONG_MAX);
+            CHECK(strcmp(back.report_path, "/tmp/x.%p") == 0 && !strstr(joined, "cache_bytes="));
+        }
+    }
+
+    /* In a process: help=1 lists every key, verbose=1 the values in effect, on stderr. */
+    child_result r;
+    CHECK(run_child("child", "help=1, stats=1", &r) == 0 && r.exited && r.code == 0);
+    CHECKF(strstr(r.err, "rampart: RAMPART_OPTIONS=key=value:key=value (or ','), this is the release flavour") &&
+               strstr(r.err, "rampart:   quarantine_bytes   size           default 4M") &&
+               strstr(r.out, "stats=1 cache_bytes=1048576"),
+           "%s", r.err);
+    CHECK(!strstr(r.err, "options in effect"));
+    CHECK(run_child("child", "verbose=yes:cache_bytes=2M:poison=0", &r) == 0 && r.exited && r.code == 0);
+    CHECKF(strstr(r.err, "rampart: RAMPART_OPTIONS: poison has no effect in the release flavour") &&
+               strstr(r.err, "rampart: options in effect (release flavour):") &&
+               strstr(r.err, "rampart:   cache_bytes=2M\n") && strstr(r.err, "rampart:   verbose=1\n") &&
+               !strstr(r.err, "poison=") && !strstr(r.err, "default"),
+           "%s", r.err);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1)
+        return child(argv[1]);
     rp_options o;
     rp_options_defaults(&o);
     CHECK(o.poison == 1 && o.abort_on_error == 1 && o.quarantine_bytes == (4u << 20));
     CHECK(o.alloc_fill_max == (size_t)1 << 20);
     int n = 0;
-    int w = rp_options_parse("cache_bytes=64K:retain_bytes=1G:stats=yes:poison=off:alloc_fill=0xaa:free_fill=7:"
-                             "alloc_fill_max=64K:quarantine_bytes=2M:backtrace_depth=8:check_interval=1000:on_error=continue:"
-                             "leak_report=1:leak_exit_code=23:report_path=/tmp/r.%p:dump_signal=SIGUSR2:dump_at_exit=true:"
-                             "dump_path=/tmp/d.%p.%n",
-                             &o, record, &n);
-    CHECK(w == 0 && n == 0);
+    /* Every key of the debug flavour; cache_bytes (a release key) is stored with a warning. */
+    int w = rp_options_parse_as("cache_bytes=64K:retain_bytes=1G:stats=yes:poison=off:alloc_fill=0xaa:free_fill=7:"
+                                "alloc_fill_max=64K:quarantine_bytes=2M:backtrace_depth=8:check_interval=1000:"
+                                "on_error=continue:leak_report=1:leak_exit_code=23:report_path=/tmp/r.%p:"
+                                "dump_signal=SIGUSR2:dump_at_exit=true:dump_path=/tmp/d.%p.%n",
+                                &o, RP_OPTIONS_DEBUG, record, &n);
+    CHECK(w == 1 && n == 1 && strstr(last, "cache_bytes has no effect in the debug flavour"));
     CHECK(o.cache_bytes == 65536);
     CHECK(o.retain_bytes == (size_t)1 << 30);
     CHECK(o.stats == 1 && o.poison == 0);
@@ -39,12 +159,14 @@ int main(void)
 
     /* Unknown key, bad values: one warning each, value unchanged, other keys still applied. */
     n = 0;
-    w = rp_options_parse("bogus=1:stats=maybe:backtrace_depth=65:cache_bytes=12Q:on_error=explode:poison=1", &o,
-                         record, &n);
-    CHECK(w == 5 && n == 5);
+    w = rp_options_parse_as("bogus=1:stats=maybe:backtrace_depth=65:cache_bytes=12Q:on_error=explode:poison=1", &o,
+                            RP_OPTIONS_RELEASE, record, &n);
+    /* ... and in release, one more each for backtrace_depth, on_error and poison, keys of the
+     * debug flavour. */
+    CHECK(w == 8 && n == 8);
     CHECK(o.poison == 1);
     CHECK(o.stats == 1 && o.backtrace_depth == 8 && o.cache_bytes == 65536 && o.abort_on_error == 0);
-    CHECK(strstr(last, "poison") == NULL);
+    CHECK(strstr(last, "poison has no effect"));
     /* arenas: 1..64, 0 = the default. */
     rp_options m;
     rp_options_defaults(&m);
@@ -79,7 +201,7 @@ int main(void)
     CHECK(rp_options_parse("guard=sample:x:stats=0", &m, record, &n) == 1 && m.guard == 0 && m.stats == 0);
     CHECK(rp_options_parse("guard=sometimes", &m, record, &n) == 1 && m.guard == 0);
     n = 0;
-    rp_options_parse("leak_exit_code=256", &o, record, &n);
+    rp_options_parse_as("leak_exit_code=256", &o, RP_OPTIONS_DEBUG, record, &n);
     CHECK(n == 1 && strstr(last, "leak_exit_code") && o.leak_exit_code == 23);
     n = 0;
     rp_options_parse("nonsense", &o, record, &n);
@@ -106,5 +228,9 @@ int main(void)
     size_t count;
     const rp_option_doc *docs = rp_options_docs(&count);
     CHECK(count >= 16 && strcmp(docs[0].name, "cache_bytes") == 0);
+
+    separators_and_blanks();
+    flavours();
+    help_and_describe();
     TEST_MAIN_END();
 }

@@ -84,8 +84,14 @@ if [ "$mode" != mutants ]; then
     done
 fi
 
-# The libFuzzer flags a target's manifest asks for (e.g. -max_len).
-target_args() { field "$(manifest_of "$1")" arg; }
+# The libFuzzer flags a target's manifest asks for (e.g. -max_len), and its dictionary.
+target_args() {
+    field "$(manifest_of "$1")" arg
+    local d
+    d=$(field "$(manifest_of "$1")" dict)
+    [ -n "$d" ] && echo "-dict=$root/$d"
+    return 0
+}
 corpus_of() { field "$(manifest_of "$1")" corpus; }
 
 # ---- crash reports --------------------------------------------------------------------------
@@ -174,10 +180,31 @@ run_fuzzer() {
         tail -30 "$logs/0.log"
         return 1
     fi
-    local execs
-    execs=$(cat "$logs"/*.log | awk '/stat::number_of_executed_units/ { n += $2 } END { print n + 0 }')
-    echo "   $target: $execs inputs in $secs s x $procs, no finding; $(find "$out" -type f | wc -l) new inputs"
+    summarise_run "$target" "$secs" "$procs" "$out" "$logs"
     return 0
+}
+
+# One line per run: inputs executed and their rate, the coverage at the end of the start-up
+# replay (libFuzzer's INITED line) and at the end (DONE), so a run shows what it found beyond
+# its corpus; a run that never got past the replay says so.
+summarise_run() {
+    local target=$1 secs=$2 procs=$3 out=$4 logs=$5
+    cat "$logs"/*.log | awk -v t="$target" -v secs="$secs" -v procs="$procs" -v new="$(find "$out" -type f | wc -l)" '
+        function field(name,   i) { for (i = 1; i < NF; i++) if ($i == name) return $(i + 1) + 0; return -1 }
+        /INITED/ { inited++; if (field("cov:") > icov) icov = field("cov:"); if (field("ft:") > ift) ift = field("ft:");
+                   n = substr($1, 2) + 0; if (n > replayed) replayed = n }
+        /^#[0-9]+/ && !/INITED/ { if (field("cov:") > cov) cov = field("cov:"); if (field("ft:") > ft) ft = field("ft:") }
+        /stat::number_of_executed_units/ { execs += $2 }
+        /stat::average_exec_per_sec/ { rate += $2 }
+        END {
+            if (cov < icov) cov = icov; if (ft < ift) ft = ift
+            printf "   %s: %d inputs in %d s x %d (%d exec/s), ", t, execs, secs, procs, rate
+            if (!inited || execs <= replayed * procs)
+                printf "REPLAY ONLY: the run ended in the start-up replay of the corpus (%d inputs), nothing was fuzzed; ", replayed
+            else
+                printf "coverage %d -> %d edges (+%d), features %d -> %d (+%d); ", icov, cov, cov - icov, ift, ft, ft - ift
+            printf "no finding; %d new inputs\n", new
+        }'
 }
 
 # ---- coverage -------------------------------------------------------------------------------
@@ -284,7 +311,7 @@ mutants() {
         "$work/base-$t" -runs=0 $(target_args "$t") "$(corpus_of "$t")" >"$work/base-$t.run" 2>&1 ||
             { echo "baseline $t fails on its own corpus:"; tail -20 "$work/base-$t.run"; return 1; }
     done
-    local caught=0 n=0 lines=()
+    local caught=0 by_replay=0 n=0 lines=()
     for p in "${patches[@]}"; do
         local name target tree start end secs_taken
         name=$(basename "$p" .patch)
@@ -293,12 +320,12 @@ mutants() {
         tree="$work/mutant-$name"
         cp -r "$base" "$tree"
         if ! (cd "$tree" && patch -p1 -s) <"$p" >"$work/$name.patch.log" 2>&1; then
-            lines+=("$(printf '%-24s %-16s does not apply (%s)' "$name" "$target" "$(head -1 "$work/$name.patch.log")")")
+            lines+=("$(printf '%-32s %-16s does not apply (%s)' "$name" "$target" "$(head -1 "$work/$name.patch.log")")")
             continue
         fi
         say "mutant $name: building $target"
         manifest_build "$(manifest_of "$target")" "$tree/$target" fuzzer "$tree" ||
-            { lines+=("$(printf '%-24s %-16s does not build' "$name" "$target")"); continue; }
+            { lines+=("$(printf '%-32s %-16s does not build' "$name" "$target")"); continue; }
         say "mutant $name: fuzzing $target for at most $secs s"
         local corpus=()
         [ "$seeds" -eq 1 ] && corpus=("$(corpus_of "$target")")
@@ -310,13 +337,24 @@ mutants() {
         secs_taken=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.1f", b - a }')
         if [ "$rc" -ne 0 ] && grep -q '^!! .*crash' "$work/$name.run"; then
             caught=$((caught + 1))
-            local why
-            # The first line of the report proper (libFuzzer's indented NEW_FUNC lines left out).
-            why=$(sed -n '/^-- report:/,$p' "$work/$name.run" | sed 1d | grep -v -E '^[[:space:]]' | head -1 |
-                sed -E 's/0x[0-9a-f]+/0x.../g' | cut -c1-110)
-            lines+=("$(printf '%-24s %-16s caught in %5s s: %s' "$name" "$target" "$secs_taken" "$why")")
+            local why how=fuzzing
+            # Caught before libFuzzer finished replaying the corpus (no INITED line): the
+            # corpus held the input; otherwise fuzzing made it.
+            if ! cat "$tree/run/logs-$target"/*.log 2>/dev/null | grep -q INITED; then
+                how=replay
+                by_replay=$((by_replay + 1))
+            fi
+            # The harness's own failure message (it starts with the target's name), else the
+            # sanitizer's summary, else the report's first line (libFuzzer's indented NEW_FUNC
+            # lines left out).
+            local report
+            report=$(sed -n '/^-- report:/,$p' "$work/$name.run" | sed 1d | grep -v -E '^[[:space:]]')
+            why=$(grep -m1 -E "^${target%_debug}[ :(]" <<<"$report" || grep -m1 -E '^(SUMMARY|==[0-9]+==ERROR)' <<<"$report" ||
+                head -1 <<<"$report")
+            why=$(sed -E 's/0x[0-9a-f]+/0x.../g' <<<"$why" | cut -c1-110)
+            lines+=("$(printf '%-32s %-16s caught in %5s s (%-7s): %s' "$name" "$target" "$secs_taken" "$how" "$why")")
         else
-            lines+=("$(printf '%-24s %-16s NOT caught in %s s' "$name" "$target" "$secs")")
+            lines+=("$(printf '%-32s %-16s NOT caught in %s s' "$name" "$target" "$secs")")
         fi
         rm -rf "$tree"
     done
@@ -324,7 +362,7 @@ mutants() {
     [ "$seeds" -eq 1 ] || from="from an empty corpus"
     say "mutants (planted bugs, fuzz/mutants): time to catch $from, $jobs process(es), at most $secs s each"
     printf '%s\n' "${lines[@]}"
-    echo "caught $caught of $n"
+    echo "caught $caught of $n ($by_replay during the start-up replay of the corpus, $((caught - by_replay)) by fuzzing)"
     [ "$caught" -eq "$n" ]
 }
 
@@ -351,11 +389,14 @@ oss_check() {
         unzip -q -o "$out/${name}_seed_corpus.zip" -d "$seeds"
         # As ClusterFuzzLite would: the .options file's flags, the unpacked seeds, a short run.
         local opts=()
-        [ -f "$out/$name.options" ] && mapfile -t opts < <(awk -F' = ' '/=/ { print "-" $1 "=" $2 }' "$out/$name.options")
+        [ -f "$out/$name.options" ] && mapfile -t opts < <(awk -F' = ' -v out="$out" \
+            '/=/ { print "-" $1 "=" ($1 == "dict" ? out "/" $2 : $2) }' "$out/$name.options")
+        [ -f "$out/$name.dict" ] && ! grep -q '^dict = ' "$out/$name.options" 2>/dev/null &&
+            { echo "   $name: $name.dict is not named in $name.options"; status=1; }
         mkdir -p "$work/oss-new-$count"
         if "$bin" "${opts[@]}" -max_total_time=5 -artifact_prefix="$work/oss-" "$work/oss-new-$count" "$seeds" \
             >"$work/oss-$name.log" 2>&1; then
-            echo "   $name: $(ls "$seeds" | wc -l) seeds, $(grep -o 'Done [0-9]* runs' "$work/oss-$name.log")"
+            echo "   $name: $(ls "$seeds" | wc -l) seeds$([ -f "$out/$name.dict" ] && echo ", dictionary $(grep -c '^[^#]' "$out/$name.dict") entries"), $(grep -o 'Done [0-9]* runs' "$work/oss-$name.log")"
         else
             echo "   $name: FAILED"
             tail -20 "$work/oss-$name.log"
