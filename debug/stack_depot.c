@@ -46,6 +46,15 @@ static void depot_reset_in_child(void)
  * pthread_atfork may allocate. */
 __attribute__((constructor)) static void register_atfork(void) { pthread_atfork(NULL, NULL, depot_reset_in_child); }
 
+/* A test build (the stack_depot fuzz target, fuzz/BUILD) keeps only the low
+ * RP_DEPOT_TEST_HASH_BITS bits of every hash: different stacks then collide all the time, and
+ * deduplication has to compare frames, not hashes (S3). */
+#ifdef RP_DEPOT_TEST_HASH_BITS
+#define HASH_MASK ((1u << RP_DEPOT_TEST_HASH_BITS) - 1)
+#else
+#define HASH_MASK 0xffffffffu
+#endif
+
 static uint32_t hash_frames(const uintptr_t *frames, unsigned n)
 {
     uint64_t x = 0x6a09e667f3bcc908ull ^ n;
@@ -54,7 +63,7 @@ static uint32_t hash_frames(const uintptr_t *frames, unsigned n)
         x *= 0x9e3779b97f4a7c15ull;
         x = (x << 29) | (x >> 35);
     }
-    return (uint32_t)rp_mix64(x);
+    return (uint32_t)rp_mix64(x) & HASH_MASK;
 }
 
 static int same_frames(const rp_depot_record *s, uint32_t hash, const uintptr_t *frames, unsigned n)

@@ -666,11 +666,34 @@ def slab_ops_seeds():
     return s
 
 
+# stack_depot input format (fuzz/stack_depot.c is the authority): operations, an opcode byte and
+# its arguments: 0 put len frames..., 1 put-long n seed step, 2 get id16, 3 check, 4 foreach,
+# 5 again id16.
+D_PUT, D_LONG, D_GET, D_CHECK, D_FOREACH, D_AGAIN = range(6)
+
+
+def stack_depot_seeds():
+    s = {}
+    # Every stack of one and two frames, each put twice, read back and checked.
+    ops = b""
+    for a in range(4):
+        ops += bytes([D_PUT, 1, a])
+        for b in range(4):
+            ops += bytes([D_PUT, 2, a, b, D_PUT, 2, a, b])
+    ops += bytes([D_GET, 3, 0, D_AGAIN, 5, 0, D_CHECK, D_FOREACH])
+    s["seed-short"] = ops
+    # Long stacks (up to 64 frames, and refused ones), refused empty stacks.
+    ops = b"".join(bytes([D_LONG, n, n % 4, n % 3 + 1]) for n in (1, 7, 31, 63, 64, 65, 69))
+    ops += bytes([D_PUT, 0, D_PUT, 6, D_GET, 0, 0, D_GET, 255, 255, D_CHECK, D_FOREACH])
+    s["seed-long"] = ops
+    return s
+
+
 def main():
     check_only = "--check" in sys.argv[1:]
     targets = [("heap_ops", heap_ops_seeds()), ("options", options_seeds()), ("malloc_api", malloc_api_seeds()),
                ("corruption", corruption_seeds()),
-               ("slab_ops", slab_ops_seeds())]
+               ("slab_ops", slab_ops_seeds()), ("stack_depot", stack_depot_seeds())]
     if "--dumps" in sys.argv[1:] and not check_only:
         targets.append(("dump_parser", dump_parser_seeds()))
     stale = []

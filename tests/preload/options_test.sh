@@ -1,16 +1,24 @@
 #!/bin/bash
 # RAMPART_OPTIONS under LD_PRELOAD: an unknown key or a bad value gives one warning line
-# each and is ignored; the program runs normally; stats=1 prints the report at exit even
-# when the program closed its stderr first.
+# each and is ignored, a key the flavour does not use one more; the program runs normally;
+# stats=1 prints the report at exit even when the program closed its stderr first; help=1
+# lists the keys, verbose=1 the values in effect; ',' separates like ':'.
 set -u
 so=$(readlink -f "$1")
+flavour=${2:-release}
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 
 err=$(LD_PRELOAD=$so RAMPART_OPTIONS='bogus=1:cache_bytes=12Q:arenas=999:stats=0' /bin/ls / 2>&1 >/dev/null)
 [ $? -eq 0 ] || fail "ls failed with bad options"
 n=$(printf '%s\n' "$err" | grep -c '^rampart: RAMPART_OPTIONS: ')
-[ "$n" -eq 3 ] || fail "expected 3 warnings, got $n: $err"
+# The debug flavour has no thread cache: cache_bytes has no effect there, which is said too.
+want=3
+[ "$flavour" = debug ] && want=4
+[ "$n" -eq "$want" ] || fail "expected $want warnings, got $n: $err"
+if [ "$flavour" = debug ]; then
+    printf '%s\n' "$err" | grep -q "cache_bytes has no effect in the debug flavour" || fail "no flavour warning: $err"
+fi
 printf '%s\n' "$err" | grep -q "unknown key 'bogus'" || fail "no unknown-key warning: $err"
 printf '%s\n' "$err" | grep -q "cache_bytes" || fail "no cache_bytes warning: $err"
 printf '%s\n' "$err" | grep -q "arenas" || fail "no arenas warning: $err"
@@ -23,6 +31,21 @@ err=$(LD_PRELOAD=$so RAMPART_OPTIONS=$'\x01\x02=:::=\xff:stats' /bin/true 2>&1)
 err=$(LD_PRELOAD=$so RAMPART_OPTIONS=stats=1 /bin/ls / 2>&1 >/dev/null)
 printf '%s\n' "$err" | grep -q "malloc statistics" || fail "no statistics at exit: $err"
 printf '%s\n' "$err" | grep -q "^  malloc-0 " || fail "no arena line: $err"
+
+# help=1: every key with its default and flavours, once, when the options are read (ls
+# allocates; a program that never does would not read them).
+err=$(LD_PRELOAD=$so RAMPART_OPTIONS=help=1 /bin/ls / 2>&1 >/dev/null)
+printf '%s\n' "$err" | grep -q "this is the $flavour flavour; keys:" || fail "no help title: $err"
+for key in cache_bytes retain_bytes poison quarantine_bytes dump_signal verbose; do
+    [ "$(printf '%s\n' "$err" | grep -c "^rampart:   $key ")" -eq 1 ] || fail "help does not list $key once: $err"
+done
+
+# verbose=1, ',' as the separator, blanks: the values in effect, those the flavour uses.
+err=$(LD_PRELOAD=$so RAMPART_OPTIONS='verbose=1, retain_bytes = 8M ,arenas=2' /bin/ls / 2>&1 >/dev/null)
+printf '%s\n' "$err" | grep -q "^rampart: options in effect ($flavour flavour):" || fail "no verbose title: $err"
+printf '%s\n' "$err" | grep -q "^rampart:   retain_bytes=8M$" || fail "verbose: no retain_bytes=8M: $err"
+printf '%s\n' "$err" | grep -q "^rampart:   arenas=2$" || fail "verbose: no arenas=2: $err"
+printf '%s\n' "$err" | grep -q "RAMPART_OPTIONS: " && fail "warnings for good options: $err"
 
 if [ "$failures" -ne 0 ]; then
     exit 1
