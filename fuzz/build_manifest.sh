@@ -9,6 +9,10 @@
 #
 # Run from the source root (or set SRC_ROOT). LIB_FUZZING_ENGINE may also name a .c file
 # (fuzz/replay_main.c) to build a plain replay binary. JOBS parallel compiles (default: cores).
+# OBJ_CACHE=DIR reuses objects whose flags and preprocessed source are unchanged (the planted
+# bugs of tools/fuzz.sh --mutants change a file or two of a target: the rest is not compiled
+# again). Sources are compiled from the source root by relative path, so the same file in
+# another copy of the tree is the same object.
 set -euo pipefail
 
 manifest=$1
@@ -50,9 +54,25 @@ compile() {
     local src=$1 obj=$2 extra=$3
     [ "$src" = "src/check.c" ] && extra="$extra $checker_flags"
     case " $extra " in *" -fno-builtin-malloc "*) extra="$extra $malloc_flags" ;; esac
-    # shellcheck disable=SC2086 # CFLAGS and extra are lists of flags
     # The include paths Bazel gives: the root, and src/ and debug/ (strip_include_prefix).
-    $CC $CFLAGS -std=c11 $extra -I"$root" -I"$root/src" -I"$root/src/malloc" -I"$root/debug" "${defines[@]}" -c "$root/$src" -o "$obj"
+    local flags=(-std=c11 -I. -Isrc -Isrc/malloc -Idebug "${defines[@]}")
+    local key="" map=()
+    if [ -n "${OBJ_CACHE:-}" ]; then
+        # shellcheck disable=SC2086 # CFLAGS and extra are lists of flags
+        key=$({ echo "$CC $CFLAGS $extra ${flags[*]}"; (cd "$root" && $CC $CFLAGS $extra "${flags[@]}" -E -P "$src"); } |
+            sha1sum | cut -c1-40)
+        if [ -f "$OBJ_CACHE/$key.o" ]; then
+            cp "$OBJ_CACHE/$key.o" "$obj"
+            return
+        fi
+        map=("-fdebug-prefix-map=$root=.") # the same object whichever copy of the tree built it
+    fi
+    # shellcheck disable=SC2086
+    (cd "$root" && $CC $CFLAGS $extra "${flags[@]}" "${map[@]}" -c "$src" -o "$obj")
+    if [ -n "$key" ]; then
+        mkdir -p "$OBJ_CACHE"
+        cp "$obj" "$OBJ_CACHE/$key.o.$$" && mv "$OBJ_CACHE/$key.o.$$" "$OBJ_CACHE/$key.o"
+    fi
 }
 objs=()
 pids=()

@@ -38,6 +38,7 @@
 #include "fuzz/block_pattern.h"
 #include "fuzz/expect.h"
 #include "fuzz/fuzz_input.h"
+#include "fuzz/op_mutator.h"
 #include "fuzz/quarantine_model.h"
 #include "fuzz/report_capture.h"
 #include "fuzz/size_codes.h"
@@ -589,6 +590,17 @@ enum {
 static const char *const op_names[OP_COUNT] = {"alloc", "free", "realloc", "check", "alloc-run", "free-run"};
 
 static size_t decode_size(uint16_t v) { return size_code(v, LARGE_PAGES, CODE_TABLE(special_sizes)); }
+
+/* Bytes of each operation, for the structure-aware mutator (fuzz/op_mutator.h). */
+static size_t op_length(const uint8_t *op, size_t left)
+{
+    (void)left;
+    static const uint8_t length[OP_COUNT] = {5, 2, 4, 1, 5, 3};
+    return (op[0] & 15) < OP_COUNT ? length[op[0] & 15] : 1;
+}
+
+static const op_grammar grammar = {3, op_length, (1u << OP_COUNT) - 1};
+OP_MUTATOR(grammar)
 
 static void run(fuzz_input *in)
 {

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "src/tier.h"
+
 struct heap_state model;
 _Alignas(4096) unsigned char arena[ARENA_BYTES];
 
@@ -131,6 +133,140 @@ void expect_real_oom(heap_model *m, size_t size, size_t align, uint64_t calls_be
 }
 
 
+/* ---- the fit oracle (span.h F1, F2) -------------------------------------------------------- */
+
+/* The size every block of the classes a search for n looks at has: n below 512 (one size per
+ * class), else n rounded up to a multiple of the width of its power of two's 32 classes.
+ * Written from free_index.h's description, not with its functions. */
+static size_t model_good_fit(size_t n)
+{
+    if (n < 512)
+        return n;
+    unsigned top = 63u - (unsigned)__builtin_clzll(n);
+    size_t width = (size_t)1 << (top - 5);
+    return (n + width - 1) / width * width;
+}
+
+/* Bytes in front of the aligned user pointer when a block is carved at b: 0, or a leading free
+ * block of at least a minimum block. */
+static size_t model_lead(uintptr_t b, size_t align)
+{
+    uintptr_t user = (b + RP_USER_OFFSET + align - 1) / align * align;
+    size_t lead = user - RP_USER_OFFSET - b;
+    return lead && lead < RP_MIN_BLOCK ? lead + align : lead;
+}
+
+/* Free blocks are poisoned for ASan: read their headers and links as the core does. */
+RP_NO_SANITIZE_ADDRESS
+void fit_before(heap_model *m, size_t size, size_t align, fit_probe *p)
+{
+    memset(p, 0, sizeof *p);
+    rp_heap *h = m->h;
+    if ((align & (align - 1)) != 0 || rp_wants_pages(h, size, align < 16 ? 16 : align))
+        return;
+    align = align < 16 ? 16 : align;
+    p->span_tier = 1;
+    p->need = rp_span_block_need(size);
+    p->want = align <= 16 ? p->need : p->need + align + RP_MIN_BLOCK;
+    p->spans = h->spans;
+    size_t good = model_good_fit(p->want), steps = 0;
+    for (unsigned fl = 0; fl < RP_FL_COUNT; fl++) {
+        for (unsigned sl = 0; sl < RP_SL_COUNT; sl++) {
+            for (rp_block *b = h->index.heads[fl][sl]; b; b = rp_links(b)->next) {
+                /* Within one operation (a run of allocations) a bug may already have damaged the
+                 * lists the checker has not seen yet: read only blocks of this heap with valid
+                 * headers, and leave the judgement to rp_heap_check after the operation. */
+                rp_region *r = rp_pagemap_lookup(b);
+                if (steps++ > 100000 || !r || r->heap != h || !rp_block_valid(&h->key, b)) {
+                    p->span_tier = 0;
+                    return;
+                }
+                if (b->size >= good && b->size > p->good_size) {
+                    p->good = b;
+                    p->good_size = b->size;
+                }
+                size_t lead = align <= 16 ? 0 : model_lead((uintptr_t)b, align);
+                if (!p->host && lead + p->need <= b->size) {
+                    p->host = b;
+                    p->host_size = b->size;
+                }
+            }
+        }
+    }
+}
+
+void fit_after(heap_model *m, const fit_probe *p, const void *result, size_t size, size_t align)
+{
+    if (!p->span_tier)
+        return;
+    if (result)
+        EXPECT(m->h->spans <= p->spans || !p->good,
+               "F1: rp_alloc(%zu, align %zu) took a new span (%zu -> %zu) although free block %p of %zu bytes was "
+               "listed, at least the good fit %zu of the %zu bytes needed",
+               size, align, p->spans, m->h->spans, p->good, p->good_size, model_good_fit(p->want), p->want);
+    else
+        EXPECT(!p->host,
+               "F2: rp_alloc(%zu, align %zu) failed with ENOMEM although free block %p of %zu bytes could hold the "
+               "%zu bytes needed at that alignment",
+               size, align, p->host, p->host_size, p->need);
+}
+
+/* ---- the retention oracle (heap.h R1-R4) ----------------------------------------------------- */
+
+void retention_before(heap_model *m, const void *p, retention_probe *r)
+{
+    rp_heap_stats_t st;
+    rp_heap_stats(m->h, &st);
+    r->m = m;
+    r->dirty = st.page_dirty_bytes;
+    r->released = st.os_released;
+    r->os_bytes = st.os_bytes;
+    rp_region *reg = p ? rp_pagemap_lookup(p) : NULL;
+    r->mapped = reg && rp_region_is_mapped_block(reg);
+    r->os_calls = rp_os_calls();
+}
+
+void retention_after(const retention_probe *r, int plain_free, const char *what)
+{
+    heap_model *m = r->m;
+    if (injection_armed(r->os_calls))
+        return;
+    rp_heap_stats_t st;
+    rp_heap_stats(m->h, &st);
+    size_t retain = m->h->retain_bytes, released = st.os_released - r->released;
+    if (m->h->purge_delay_ms == 0) {
+        EXPECT(st.page_dirty_bytes <= retain || st.page_dirty_bytes <= r->dirty,
+               "R1: %s left %zu bytes of dirty free pages, above retain_bytes %zu and the %zu before it", what,
+               st.page_dirty_bytes, retain, r->dirty);
+        EXPECT(released == 0 || r->mapped || st.page_dirty_bytes + released > retain,
+               "R2: %s gave %zu bytes back to the OS although %zu dirty bytes would have been within retain_bytes "
+               "%zu without it",
+               what, released, st.page_dirty_bytes + released, retain);
+    } else if (plain_free) {
+        /* The delay (an hour in this harness) never passes within an input. */
+        EXPECT(released == 0 || r->mapped,
+               "R3: %s gave %zu bytes back to the OS within the purge delay (dirty %zu -> %zu, retain_bytes %zu)",
+               what, released, r->dirty, st.page_dirty_bytes, retain);
+        EXPECT(st.page_dirty_bytes >= r->dirty, "R3: %s shrank the dirty free pages from %zu to %zu within the purge delay",
+               what, r->dirty, st.page_dirty_bytes);
+    }
+}
+
+void retention_after_trim(const retention_probe *r, size_t keep)
+{
+    heap_model *m = r->m;
+    if (injection_armed(r->os_calls))
+        return;
+    rp_heap_stats_t st;
+    rp_heap_stats(m->h, &st);
+    EXPECT(st.page_dirty_bytes <= keep, "R4: rp_heap_trim(%zu) left %zu bytes of dirty free pages", keep,
+           st.page_dirty_bytes);
+    for (rp_region *reg = m->h->regions; reg; reg = reg->next)
+        EXPECT(!reg->map_base || rp_region_is_mapped_block(reg) || reg->free_pages != reg->npages,
+               "R4: rp_heap_trim(%zu) left the wholly free OS region %p (%zu pages) mapped", keep, (void *)reg->map_base,
+               (size_t)reg->npages);
+}
+
 /* ---- checks after every operation -------------------------------------------------------- */
 
 void check_heap(heap_model *m)
@@ -254,8 +390,11 @@ void free_slot(int s)
     void *p = b->p;
     heap_model *m = &model.heaps[b->heap];
     TRACE("  slot %d: rp_free(%p)\n", s, p);
+    retention_probe ret;
+    retention_before(m, p, &ret);
     rp_free(p);
     expect_no_report();
+    retention_after(&ret, 1, "rp_free");
     m->frees++;
     drop(s);
     remember_stale(p);

@@ -120,6 +120,35 @@ rp_block *live_span_header(int k, unsigned from);
 int injection_armed(uint64_t calls_before);
 /* After a failed allocation: fails unless the heap was really out of memory. */
 void expect_real_oom(heap_model *m, size_t size, size_t align, uint64_t calls_before);
+/* The fit oracle (span.h F1, F2): before a span-tier allocation, what the free index lists (the
+ * harness's own reading of the lists, its own class rounding and alignment arithmetic);
+ * after it, a new span taken while a listed block had a good fit, or a failure while one
+ * could hold the block, fails the run. */
+typedef struct fit_probe {
+    int span_tier;       /* the request is the span tier's (else nothing is checked) */
+    size_t need, want;   /* block needed; with an alignment, plus its slack */
+    size_t spans;        /* the heap's spans before the call */
+    const void *good;    /* a listed block of at least the good fit of want, or NULL */
+    size_t good_size;
+    const void *host;    /* a listed block able to hold need at the alignment, or NULL */
+    size_t host_size;
+} fit_probe;
+void fit_before(heap_model *m, size_t size, size_t align, fit_probe *p);
+void fit_after(heap_model *m, const fit_probe *p, const void *result, size_t size, size_t align);
+
+/* The retention oracle (heap.h R1-R4): what the heap's free pages, OS bytes and releases were
+ * before a free, a realloc or a trim, checked against the policy afterwards. */
+typedef struct retention_probe {
+    heap_model *m;
+    size_t dirty, released, os_bytes;
+    int mapped;         /* the block freed has a mapping of its own */
+    uint64_t os_calls;  /* rp_os_calls() before: an injected OS failure excuses the policy */
+} retention_probe;
+void retention_before(heap_model *m, const void *p, retention_probe *r);
+/* After a release (free, or a realloc when plain_free is 0: it may also allocate). */
+void retention_after(const retention_probe *r, int plain_free, const char *what);
+void retention_after_trim(const retention_probe *r, size_t keep);
+
 /* rp_heap_check and the counters of rp_heap_stats against the model. */
 void check_heap(heap_model *m);
 /* No report pending, and check_heap on every heap. */

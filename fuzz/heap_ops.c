@@ -38,6 +38,7 @@
 
 #include "fuzz/fuzz_input.h"
 #include "fuzz/heap_model.h"
+#include "fuzz/op_mutator.h"
 #include "fuzz/size_codes.h"
 
 /* ---- decoding ---------------------------------------------------------------------------- */
@@ -90,10 +91,13 @@ static void do_alloc(int s, int heap, size_t size, size_t align)
     if (model.slots[s].p)
         free_slot(s);
     uint64_t calls = rp_os_calls();
+    fit_probe fit;
+    fit_before(m, size, align, &fit);
     errno = 0;
     unsigned char *p = rp_alloc(m->h, size, align);
     TRACE("  slot %d: rp_alloc(heap %d, %zu, %zu) = %p\n", s, heap, size, align, (void *)p);
     expect_no_report();
+    fit_after(m, &fit, p, size, align);
     if (!p) {
         if (!align_valid(align)) {
             EXPECT(errno == EINVAL, "rp_alloc(%zu, align %zu) failed with errno %d, not EINVAL", size, align, errno);
@@ -116,9 +120,13 @@ static void do_calloc(int s, size_t n, size_t size, size_t align)
     size_t total;
     int overflow = __builtin_mul_overflow(n, size, &total);
     uint64_t calls = rp_os_calls();
+    fit_probe fit = {0};
+    if (!overflow)
+        fit_before(m, total, align, &fit);
     errno = 0;
     unsigned char *p = rp_calloc(m->h, n, size, align);
     expect_no_report();
+    fit_after(m, &fit, p, total, align);
     if (!p) {
         int want = overflow ? ENOMEM : (align_valid(align) ? ENOMEM : EINVAL);
         EXPECT(errno == want, "rp_calloc(%zu, %zu, align %zu) failed with errno %d, expected %d", n, size, align,
@@ -143,10 +151,13 @@ static void do_realloc(int s, size_t size, uint8_t flags)
     if (!b->p && !arg)
         arg = target->h; /* realloc(NULL, ...) with a NULL heap would use the default heap */
     uint64_t calls = rp_os_calls();
+    retention_probe ret;
+    retention_before(b->p ? &model.heaps[b->heap] : target, b->p, &ret);
     errno = 0;
     unsigned char *q = rp_realloc(arg, b->p, size);
     TRACE("  slot %d: rp_realloc(%p, %zu) = %p\n", s, (void *)b->p, size, (void *)q);
     expect_no_report();
+    retention_after(&ret, 0, "rp_realloc");
     if (!b->p) {
         if (!q) {
             EXPECT(errno == ENOMEM, "rp_realloc(NULL, %zu) failed with errno %d", size, errno);
@@ -235,7 +246,10 @@ static void do_trim(uint8_t keep)
     heap_model *m = &model.heaps[0];
     rp_heap_stats_t before, after;
     rp_heap_stats(m->h, &before);
+    retention_probe ret;
+    retention_before(m, NULL, &ret);
     size_t released = rp_heap_trim(m->h, (size_t)(keep & 15) << 16);
+    retention_after_trim(&ret, (size_t)(keep & 15) << 16);
     rp_heap_stats(m->h, &after);
     EXPECT(after.os_released - before.os_released == released, "rp_heap_trim returned %zu, os_released grew by %zu",
            released, after.os_released - before.os_released);
@@ -334,6 +348,19 @@ static void do_edges(void)
     rp_set_report_fn(capture_report, old_arg, NULL);
 }
 
+
+/* ---- structure-aware mutation (fuzz/op_mutator.h): bytes of each operation ---------------- */
+
+static size_t op_length(const uint8_t *op, size_t left)
+{
+    (void)left;
+    /* the opcode byte and the arguments run() reads */
+    static const uint8_t length[16] = {5, 6, 5, 2, 6, 1, 2, 2, 5, 6, 4, 5, 1, 7, 2, 1};
+    return length[op[0] & 15];
+}
+
+static const op_grammar grammar = {3, op_length, (1u << OP_COUNT) - 1};
+OP_MUTATOR(grammar)
 
 /* ---- driver ------------------------------------------------------------------------------ */
 

@@ -26,7 +26,9 @@
  * the executable's own calls (this harness, and libFuzzer's static code) still reach
  * rampart's functions, while the sanitizer runtime and libc keep their allocator. Either way
  * the harness proves it: every block it receives must belong to a heap flagged
- * RP_HEAP_MALLOC_ARENA (rp_ms_heap_of: slab blocks too), or the run aborts saying the calls missed rampart.
+ * RP_HEAP_MALLOC_ARENA (rp_ms_heap_of: slab blocks too), or the run aborts saying why
+ * (fuzz/arena_block.h: the call missed rampart, or rampart no longer takes a block in an
+ * arena's memory for a live block, as after its header was overwritten).
  *
  * Sizes stay at most 4 MiB or start at 2^47 (no machine can map that): a size in between
  * could succeed or fail depending on the machine, so a calloc or reallocarray product that
@@ -53,9 +55,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "fuzz/arena_block.h"
 #include "fuzz/block_pattern.h"
 #include "fuzz/expect.h"
 #include "fuzz/fuzz_input.h"
+#include "fuzz/op_mutator.h"
 #include "fuzz/malloc_stats_text.h"
 #include "fuzz/size_codes.h"
 #include "fuzz/malloc_worker.h"
@@ -200,15 +204,14 @@ static void verify_block(const mblock *b, size_t limit, const char *when)
                     (unsigned long long)b->id, bad, when);
 }
 
-/* The heap a block lives in must be one of the drop-in's arenas: otherwise the call did not
- * reach rampart (see the comment at the top). */
+/* The heap a block lives in must be one of the drop-in's arenas; if it is not, the message
+ * says whether the call missed rampart (see the comment at the top) or rampart lost track of
+ * the block (arena_block.h). */
 static void expect_rampart_block(const void *p, const char *from)
 {
-    rp_heap *h = rp_ms_heap_of(p); /* slab blocks included */
-    EXPECT(h && (h->flags & RP_HEAP_MALLOC_ARENA),
-           "%s returned %p, which is not a block of a rampart malloc arena (heap %s): the harness is not calling "
-           "rampart's malloc",
-           from, p, h ? rp_heap_name(h) : "none");
+    char why[320];
+    const char *problem = arena_block_problem(p, why, sizeof why);
+    EXPECT(!problem, "%s returned %p: %s", from, p, problem);
 }
 
 /* Checks a block just returned (alignment, ownership, usable size, overlap), files it in
@@ -1535,6 +1538,27 @@ static void run(fuzz_input *in)
     char why[256];
     EXPECT(rp_malloc_check(why, sizeof why) == 0, "rp_malloc_check after freeing everything: %s", why);
 }
+
+/* ---- structure-aware mutation (fuzz/op_mutator.h): bytes of each operation ---------------- */
+
+static size_t op_length(const uint8_t *op, size_t left)
+{
+    /* the opcode byte and the arguments run_op() reads */
+    static const uint8_t length[16] = {4, 5, 4, 5, 5, 5, 5, 5, 3, 2, 5, 1, 1, 5, 4, 0};
+    static const uint8_t more[MORE_COUNT] = {2, 2, 3, 5, 5, 2, 5, 4}; /* OP_MORE, by sub-operation */
+    unsigned code = op[0] & 15;
+    if (code != OP_MORE)
+        return length[code];
+    if (left < 2)
+        return 2;
+    unsigned what = op[1] % MORE_COUNT;
+    if (what == MORE_ALIASES) /* the operation it runs follows */
+        return left > 2 && (op[2] & 15) != OP_MORE ? 2 + length[op[2] & 15] : 3;
+    return more[what];
+}
+
+static const op_grammar grammar = {0, op_length, (1u << OP_COUNT) - 1};
+OP_MUTATOR(grammar)
 
 /* Optional: without it (a driver that does not call it) there is no tracing, and the
  * drop-in sets itself up in the first input. */

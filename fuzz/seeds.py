@@ -689,11 +689,85 @@ def stack_depot_seeds():
     return s
 
 
+# malloc_threads input format (fuzz/malloc_threads.c is the authority): a byte for the thread
+# count (2 + v % 3), then operations: a byte with the opcode in its low four bits and, for a
+# thread's operation, the thread in its high bits, and the arguments: 0 malloc slot size16,
+# 1 free slot, 2 realloc slot size16, 3 calloc slot count size16, 4 memalign slot align size16,
+# 5 burst class count16, 6 flush, 7 check, 8 exit, 9 barrier, 10 fork, 11 usable slot,
+# 12 yield, 13 spin n. A slot byte picks one of the slots the thread owns in the phase; the
+# same byte names the same slot for thread (t + 1) % threads in the next phase.
+MT_MALLOC, MT_FREE, MT_REALLOC, MT_CALLOC, MT_MEMALIGN, MT_BURST, MT_FLUSH, MT_CHECK, MT_EXIT, MT_BARRIER, MT_FORK, \
+    MT_USABLE, MT_YIELD, MT_SPIN = range(14)
+
+
+def le16(v):
+    return bytes([v & 0xff, v >> 8])
+
+
+def t_op(code, thread, *args):
+    return bytes([code | (thread << 4)]) + bytes(args)
+
+
+def malloc_threads_seeds():
+    s = {}
+    # Thread 0 allocates every class of small block and some pages; thread 1 frees, resizes
+    # and checks them in the next phase; then the other way round.
+    sizes = [0x0008, 0x0020, 0x0040, 0x2100, 0x2400, 0xa001, 0xa010, 0x6000 | 64]
+    ops = b""
+    for i, sz in enumerate(sizes):
+        ops += t_op(MT_MALLOC, 0, i) + le16(sz)
+    ops += bytes([MT_BARRIER])
+    for i in range(len(sizes)):
+        ops += t_op(MT_REALLOC if i % 2 else MT_FREE, 1, i) + (le16(sizes[-1 - i]) if i % 2 else b"")
+    ops += t_op(MT_CHECK, 1) + bytes([MT_BARRIER])
+    for i in range(len(sizes)):
+        ops += t_op(MT_MALLOC, 1, 10 + i) + le16(sizes[i])
+    ops += bytes([MT_BARRIER]) + b"".join(t_op(MT_FREE, 0, 10 + i) for i in range(len(sizes)))
+    s["seed-cross-free"] = bytes([0]) + ops
+    # Four threads burst blocks of different classes at once (slabs filled, emptied, given back
+    # and taken again), three phases, flushes and checks between.
+    ops = b""
+    for phase in range(3):
+        for t in range(4):
+            ops += t_op(MT_BURST, t, (t * 7 + phase * 13) % 64) + le16(300 + 400 * t)
+            ops += t_op(MT_MALLOC, t, phase) + le16(0x0030)
+        ops += t_op(MT_FLUSH, phase % 4) + bytes([MT_BARRIER])
+    s["seed-bursts"] = bytes([2]) + ops
+    # Slab churn: four threads (four arenas) each burst 7000 blocks of 1000 bytes, more than an
+    # arena's transfer cache holds, twice: slabs empty, go back to the slab space and come back.
+    ops = b""
+    for phase in range(2):
+        for t in range(4):
+            ops += t_op(MT_BURST, t, 62) + le16(7000)
+        ops += bytes([MT_BARRIER])
+    s["seed-slab-churn"] = bytes([2]) + ops
+    # Blocks outliving their thread: three threads allocate, one exits; a fork while the others
+    # burst; the new thread frees what the old one left.
+    ops = b""
+    for t in range(3):
+        for i in range(4):
+            ops += t_op(MT_MALLOC, t, i) + le16(0x2000 + 100 * i + 17 * t)
+    ops += t_op(MT_EXIT, 1) + bytes([MT_BARRIER])
+    ops += bytes([MT_FORK]) + t_op(MT_BURST, 0, 5) + le16(1500) + t_op(MT_BURST, 2, 40) + le16(900)
+    ops += t_op(MT_MEMALIGN, 1, 3, 8) + le16(0x0100) + bytes([MT_BARRIER])
+    for t in range(3):
+        for i in range(4):
+            ops += t_op(MT_FREE, t, i)
+    s["seed-exit-fork"] = bytes([1]) + ops
+    # Every other call: calloc, memalign, usable, yield and spin as interleaving points.
+    ops = (t_op(MT_CALLOC, 0, 1, 3) + le16(0x0200) + t_op(MT_MEMALIGN, 1, 2, 4) + le16(0x0300) + t_op(MT_YIELD, 0) +
+           t_op(MT_SPIN, 1, 20) + t_op(MT_USABLE, 0, 1) + t_op(MT_CHECK, 0) + bytes([MT_BARRIER]) +
+           t_op(MT_USABLE, 1, 1) + t_op(MT_REALLOC, 0, 2) + le16(0x1000) + t_op(MT_FREE, 1, 1))
+    s["seed-calls"] = bytes([0]) + ops
+    return s
+
+
 def main():
     check_only = "--check" in sys.argv[1:]
     targets = [("heap_ops", heap_ops_seeds()), ("options", options_seeds()), ("malloc_api", malloc_api_seeds()),
                ("corruption", corruption_seeds()),
-               ("slab_ops", slab_ops_seeds()), ("stack_depot", stack_depot_seeds())]
+               ("slab_ops", slab_ops_seeds()), ("stack_depot", stack_depot_seeds()),
+               ("malloc_threads", malloc_threads_seeds())]
     if "--dumps" in sys.argv[1:] and not check_only:
         targets.append(("dump_parser", dump_parser_seeds()))
     stale = []

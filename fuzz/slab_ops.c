@@ -23,6 +23,7 @@
 #include "block_pattern.h"
 #include "expect.h"
 #include "fuzz_input.h"
+#include "op_mutator.h"
 #include "src/os.h"
 #include "src/slab.h"
 
@@ -70,6 +71,18 @@ NO_FEEDBACK static void verify(const held_block *b)
     size_t bad = pattern_find_bad(b->p, b->stride, b->stride, b->id);
     EXPECT(bad == PATTERN_OK, "block %p (stride %u) changed at offset %zu while held", (void *)b->p, b->stride, bad);
 }
+
+/* Bytes of each operation, for the structure-aware mutator (fuzz/op_mutator.h); give-backs and
+ * probes read their arguments only while blocks are held, counted here as if they always did. */
+static size_t op_length(const uint8_t *op, size_t left)
+{
+    (void)left;
+    static const uint8_t length[6] = {3, 3, 4, 1, 2, 3};
+    return (op[0] & 15) < 6 ? length[op[0] & 15] : 1;
+}
+
+static const op_grammar grammar = {1, op_length, 0x3f};
+OP_MUTATOR(grammar)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

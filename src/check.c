@@ -114,7 +114,7 @@ static int fail_class_count(checker *c, unsigned fl, size_t listed, rp_block *co
                 c->h->index.class_blocks[fl], listed, used ? ends : "(none)");
 }
 
-/* I1..I5 */
+/* I1..I6 */
 RP_NO_SANITIZE_ADDRESS
 static int check_index(checker *c)
 {
@@ -166,6 +166,17 @@ static int check_index(checker *c)
     if (blocks != ix->free_blocks || bytes != ix->free_bytes)
         return fail(c, "I5: index counts %zu blocks / %zu bytes, lists hold %zu / %zu", ix->free_blocks,
                     ix->free_bytes, blocks, bytes);
+    /* I6: a search for the smallest size of a class holding blocks finds one (the lists and
+     * bitmaps agree by now, so a miss is the search's rounding). */
+    for (unsigned fl = 0; fl < RP_FL_COUNT; fl++) {
+        for (uint32_t map = ix->sl_bitmap[fl]; map; map &= map - 1) {
+            size_t low = rp_class_floor(fl, rp_ctz(map));
+            rp_block *b = rp_free_index_find(ix, low);
+            if (!b || b->size < low)
+                return fail(c, "I6: class (%u,%u) holds free blocks but a search for its %zu bytes finds %s", fl,
+                            rp_ctz(map), low, b ? "a smaller block" : "none");
+        }
+    }
     return 0;
 }
 

@@ -17,7 +17,11 @@
  *   I2  bit fl of fl_bitmap is set iff sl_bitmap[fl] is non-zero;
  *   I3  every block on list (fl, sl) is free, valid (K1) and maps to (fl, sl);
  *   I4  links are consistent: the head's prev is NULL, next->prev == self;
- *   I5  free_blocks / free_bytes / class_blocks[fl] count exactly the listed blocks.
+ *   I5  free_blocks / free_bytes / class_blocks[fl] count exactly the listed blocks;
+ *   I6  good fit (TLSF's guarantee): rp_free_index_find(ix, n) returns NULL only when no listed
+ *       block has at least rp_good_fit(n) bytes, n rounded up to its class's upper boundary
+ *       (the blocks of n's own class that are smaller than that are the ones it may miss);
+ *       checked as: for every class holding blocks, a search for its lower bound finds one.
  */
 #ifndef RP_FREE_INDEX_H
 #define RP_FREE_INDEX_H
@@ -53,6 +57,23 @@ static inline void rp_class_of(size_t size, unsigned *fl, unsigned *sl)
         *fl = top - (RP_FL_SHIFT - 1);
         *sl = (unsigned)(size >> (top - RP_SL_LOG)) & (RP_SL_COUNT - 1);
     }
+}
+
+/* The smallest size every block of a class at or above n's rounded class has: n itself below
+ * 512 (classes of one size each), else n rounded up to a multiple of its class's width. Any
+ * listed block of at least this many bytes satisfies a search for n (I6). */
+static inline size_t rp_good_fit(size_t n)
+{
+    if (n < ((size_t)1 << RP_FL_SHIFT))
+        return n;
+    size_t width = (size_t)1 << (rp_fls(n) - RP_SL_LOG);
+    return (n + width - 1) & ~(width - 1);
+}
+
+/* The smallest block size of class (fl, sl). */
+static inline size_t rp_class_floor(unsigned fl, unsigned sl)
+{
+    return fl == 0 ? (size_t)sl << 4 : (size_t)(RP_SL_COUNT + sl) << (fl + RP_FL_SHIFT - 1 - RP_SL_LOG);
 }
 
 /* Head of the class `size` itself falls in (its blocks may be smaller than size), or NULL. */

@@ -262,6 +262,32 @@ static int take_from_index(rp_heap *h, rp_block *b, rp_fault *f)
     return 0;
 }
 
+/* F2 (span.h): the heap could not take a new span. The lists the O(1) searches skipped, from
+ * the class of need up (the classes above the searches' start are empty, or they would have
+ * found a block), for one that holds need at the alignment; at most RP_FIT_SCAN_MAX blocks
+ * read. NULL if none (or on corruption, recorded in *f). */
+RP_NO_SANITIZE_ADDRESS
+static rp_block *fit_scan(rp_heap *h, size_t need, size_t align, size_t *lead, rp_fault *f)
+{
+    unsigned fl, sl;
+    rp_class_of(need, &fl, &sl);
+    size_t budget = RP_FIT_SCAN_MAX;
+    for (; fl < RP_FL_COUNT; fl++, sl = 0) {
+        for (uint32_t map = h->index.sl_bitmap[fl] & (~0u << sl); map; map &= map - 1) {
+            for (rp_block *b = h->index.heads[fl][rp_ctz(map)]; b && budget; b = rp_links(b)->next, budget--) {
+                if (!index_block_ok(h, b, f))
+                    return NULL;
+                size_t l = align <= RP_MIN_ALIGN ? 0 : aligned_lead(b, align);
+                if (l + need <= b->size) {
+                    *lead = l;
+                    return b;
+                }
+            }
+        }
+    }
+    return NULL;
+}
+
 RP_NO_SANITIZE_ADDRESS
 void *rp_span_alloc(rp_heap *h, size_t size, size_t align, rp_fault *f)
 {
@@ -304,12 +330,17 @@ void *rp_span_alloc(rp_heap *h, size_t size, size_t align, rp_fault *f)
         uint64_t before = h->pages.examined;
         b = span_create(h, want);
         examined += h->pages.examined - before; /* the page tier's free blocks read */
-        if (!b) {
-            rp_heap_count_examined(h, examined);
-            return NULL;
+        if (b) {
+            rp_free_index_insert(&h->index, b);
+            lead = align <= RP_MIN_ALIGN ? 0 : aligned_lead(b, align);
+        } else {
+            /* The heap cannot grow: F2. Its reads are not the O(1) path's (max_examined). */
+            b = fit_scan(h, need, align, &lead, f);
+            if (!b) {
+                rp_heap_count_examined(h, examined);
+                return NULL;
+            }
         }
-        rp_free_index_insert(&h->index, b);
-        lead = align <= RP_MIN_ALIGN ? 0 : aligned_lead(b, align);
     }
     rp_heap_count_examined(h, examined);
     if (take_from_index(h, b, f) != 0)
@@ -383,8 +414,13 @@ size_t rp_span_alloc_run(rp_heap *h, size_t size, size_t align, void **out, size
             b = span_create(h, stride + extra);
         examined += h->pages.examined - before; /* the page tier's free blocks read */
         if (!b) {
+            /* The heap cannot grow: one block, through rp_span_alloc's scan (F2). */
             rp_heap_count_examined(h, examined);
-            return 0;
+            void *p = rp_span_alloc(h, size, align, f);
+            if (!p)
+                return 0;
+            out[0] = p;
+            return 1;
         }
         rp_free_index_insert(&h->index, b);
     }

@@ -6,6 +6,9 @@
 #       processes (default: the number of cores), merges the inputs that add coverage into
 #       fuzz/corpus/ (-merge=1), then prints the coverage summary. A crash stops with the
 #       reproducer. One-hour campaigns: tools/fuzz.sh --time 3600 heap_ops heap_ops_debug
+#   tools/fuzz.sh --tsan [--time N] [--jobs J] [TARGET...]
+#       The same campaign (or with --ci, the CI run) built with --config=fuzz_tsan:
+#       ThreadSanitizer instead of ASan, for the threaded target (default: malloc_threads).
 #   tools/fuzz.sh --coverage [--min PERCENT]
 #       Line coverage of src/, debug/ and tools/rpdump/ from the corpora and regressions (clang source-based
 #       coverage: -fprofile-instr-generate -fcoverage-mapping, llvm-profdata, llvm-cov);
@@ -13,7 +16,9 @@
 #   tools/fuzz.sh --mutants [--time N] [--jobs J] [--no-seeds] [MUTANT...]
 #       For each fuzz/mutants/*.patch: copies the tree, plants the bug, builds the target named
 #       in the patch, fuzzes at most N seconds (60) from the target's corpus (--no-seeds: from
-#       nothing); prints the time to catch each and "caught K of N". Fails unless all are caught.
+#       nothing); prints the time to catch each, whether the corpus replay or fuzzing caught it,
+#       and "caught K of N". A patch with "Sanitizer: thread" is built with ThreadSanitizer.
+#       Fails unless all are caught.
 #   tools/fuzz.sh --ci [--time N]
 #       For CI: every target N seconds (30), corpus copies only (the checkout is not changed);
 #       a crash prints the input (base64 and hex) and the sanitizer report, and fails.
@@ -42,6 +47,7 @@ merge=1
 coverage=1
 min_cov=""
 seeds=1
+tsan=0
 names=()
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -51,6 +57,7 @@ while [ $# -gt 0 ]; do
     --no-coverage) coverage=0 ;;
     --min) min_cov=$2; shift ;;
     --no-seeds) seeds=0 ;;
+    --tsan) tsan=1 ;;
     --coverage) mode=coverage ;;
     --mutants) mode=mutants ;;
     --ci) mode=ci ;;
@@ -75,10 +82,12 @@ manifest_of() { echo "fuzz/manifests/$1.txt"; }
 field() { awk -v k="$2" '$1 == k { $1 = ""; sub(/^ /, ""); print }' "$1"; }
 all_targets() { for m in fuzz/manifests/*.txt; do basename "$m" .txt; done; }
 
-if [ "${#names[@]}" -eq 0 ] && [ "$mode" != mutants ]; then
+if [ "${#names[@]}" -eq 0 ] && [ "$tsan" -eq 1 ]; then
+    names=(malloc_threads)
+elif [ "${#names[@]}" -eq 0 ] && [ "$mode" != mutants ] && [ "$mode" != manifests ]; then
     mapfile -t names < <(all_targets)
 fi
-if [ "$mode" != mutants ]; then
+if [ "$mode" != mutants ] && [ "$mode" != manifests ]; then
     for t in "${names[@]}"; do
         [ -f "$(manifest_of "$t")" ] || { echo "unknown fuzz target '$t' (have: $(all_targets | tr '\n' ' '))" >&2; exit 2; }
     done
@@ -116,13 +125,19 @@ report_crash() {
 
 fuzz_bin_dir=""
 bazel_build_fuzzers() {
-    say "building fuzzers: tools/bazelw build --config=fuzz //fuzz:all"
-    if ! "$bazel" build --config=fuzz //fuzz:all >"$work/build.log" 2>&1; then
+    local config=fuzz labels=(//fuzz:all) t
+    if [ "$tsan" -eq 1 ]; then
+        config=fuzz_tsan
+        labels=()
+        for t in "${names[@]}"; do labels+=("//fuzz:${t}_fuzzer"); done
+    fi
+    say "building fuzzers: tools/bazelw build --config=$config ${labels[*]}"
+    if ! "$bazel" build --config=$config "${labels[@]}" >"$work/build.log" 2>&1; then
         grep -E "error|ERROR" "$work/build.log" | head -40
         echo "fuzzer build failed"
         return 1
     fi
-    fuzz_bin_dir="$("$bazel" info --config=fuzz bazel-bin 2>/dev/null)/fuzz"
+    fuzz_bin_dir="$("$bazel" info --config=$config bazel-bin 2>/dev/null)/fuzz"
 }
 
 # Builds a target outside Bazel from its manifest: $1 manifest, $2 output, $3 kind
@@ -134,11 +149,14 @@ manifest_build() {
     fuzzer)
         cflags="-g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined"
         engine="-fsanitize=fuzzer" ;;
+    fuzzer-thread) # ThreadSanitizer (a mutant's "Sanitizer: thread"), as --config=fuzz_tsan
+        cflags="-g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,thread"
+        engine="-fsanitize=fuzzer" ;;
     coverage)
         cflags="-g -O0 -fprofile-instr-generate -fcoverage-mapping"
         engine="fuzz/replay_main.c" ;;
     esac
-    SRC_ROOT=$src CC=clang CFLAGS="$cflags" LIB_FUZZING_ENGINE="$engine" \
+    SRC_ROOT=$src CC=clang CFLAGS="$cflags" LIB_FUZZING_ENGINE="$engine" OBJ_CACHE="${obj_cache:-}" \
         "$root/fuzz/build_manifest.sh" "$src/$manifest" "$out" >"$out.log" 2>&1 || { cat "$out.log"; return 1; }
 }
 
@@ -290,6 +308,14 @@ ci() {
     [ "$crashed" -eq 0 ]
 }
 
+# The build a mutant needs: fuzzer (ASan + UBSan), or fuzzer-thread for "Sanitizer: thread".
+kind_of() {
+    case "$(awk '/^Sanitizer:/ { print $2; exit }' "$1")" in
+    thread) echo fuzzer-thread ;;
+    *) echo fuzzer ;;
+    esac
+}
+
 mutants() {
     local secs=${seconds:-60} patches=() p
     if [ "${#names[@]}" -gt 0 ]; then
@@ -297,6 +323,9 @@ mutants() {
     else
         patches=(fuzz/mutants/*.patch)
     fi
+    # Objects shared by the baselines and the mutants: a mutant recompiles what its patch
+    # changes (fuzz/build_manifest.sh OBJ_CACHE).
+    obj_cache="$work/objcache"
     # A pristine copy of what the fuzz builds read.
     local base="$work/base"
     mkdir -p "$base"
@@ -304,12 +333,13 @@ mutants() {
     [ -d debug ] && cp -r debug "$base/"
     [ -d tools/rpdump ] && mkdir -p "$base/tools" && cp -r tools/rpdump "$base/tools/"
     say "baseline: the unmutated targets replay their corpora cleanly"
-    local targets
-    targets=$(for p in "${patches[@]}"; do awk '/^Target:/ { print $2; exit }' "$p"; done | sort -u)
-    for t in $targets; do
-        manifest_build "$(manifest_of "$t")" "$work/base-$t" fuzzer "$base" || return 1
-        "$work/base-$t" -runs=0 $(target_args "$t") "$(corpus_of "$t")" >"$work/base-$t.run" 2>&1 ||
-            { echo "baseline $t fails on its own corpus:"; tail -20 "$work/base-$t.run"; return 1; }
+    local builds b
+    builds=$(for p in "${patches[@]}"; do echo "$(awk '/^Target:/ { print $2; exit }' "$p"):$(kind_of "$p")"; done | sort -u)
+    for b in $builds; do
+        local t=${b%%:*} kind=${b#*:}
+        manifest_build "$(manifest_of "$t")" "$work/base-$t-$kind" "$kind" "$base" || return 1
+        "$work/base-$t-$kind" -runs=0 $(target_args "$t") "$(corpus_of "$t")" >"$work/base-$t-$kind.run" 2>&1 ||
+            { echo "baseline $t ($kind) fails on its own corpus:"; tail -20 "$work/base-$t-$kind.run"; return 1; }
     done
     local caught=0 by_replay=0 n=0 lines=()
     for p in "${patches[@]}"; do
@@ -323,8 +353,8 @@ mutants() {
             lines+=("$(printf '%-32s %-16s does not apply (%s)' "$name" "$target" "$(head -1 "$work/$name.patch.log")")")
             continue
         fi
-        say "mutant $name: building $target"
-        manifest_build "$(manifest_of "$target")" "$tree/$target" fuzzer "$tree" ||
+        say "mutant $name: building $target ($(kind_of "$p"))"
+        manifest_build "$(manifest_of "$target")" "$tree/$target" "$(kind_of "$p")" "$tree" ||
             { lines+=("$(printf '%-32s %-16s does not build' "$name" "$target")"); continue; }
         say "mutant $name: fuzzing $target for at most $secs s"
         local corpus=()
