@@ -61,7 +61,7 @@ __attribute__((noreturn, format(printf, 2, 3))) static void fuzz_fail(const char
 
 /* ---- the reference ---------------------------------------------------------------------- */
 
-enum ref_type { R_SIZE, R_BOOL, R_UINT, R_ULONG, R_BYTE, R_MODE, R_SIGNAL, R_PATH };
+enum ref_type { R_SIZE, R_BOOL, R_UINT, R_ULONG, R_BYTE, R_MODE, R_SIGNAL, R_PATH, R_GUARD };
 
 typedef struct ref_key {
     const char *name;
@@ -79,6 +79,7 @@ static const ref_key ref_keys[] = {
     {"purge_delay_ms", R_UINT, OFF(purge_delay_ms), 3600000, "both"},
     {"mapped_block_bytes", R_SIZE, OFF(mapped_block_bytes), 1ull << 46, "release"},
     {"arenas", R_UINT, OFF(arenas), 64, "both"},
+    {"ignore_foreign_free", R_BOOL, OFF(ignore_foreign_free), 1, "both"},
     {"huge_pages", R_BOOL, OFF(huge_pages), 1, "both"},
     {"slabs", R_BOOL, OFF(slabs), 1, "release"},
     {"free_batch", R_UINT, OFF(free_batch), 64, "release"},
@@ -94,6 +95,9 @@ static const ref_key ref_keys[] = {
     {"leak_report", R_BOOL, OFF(leak_report), 1, "debug"},
     {"leak_exit_code", R_UINT, OFF(leak_exit_code), 255, "debug"},
     {"report_path", R_PATH, OFF(report_path), 0, "debug"},
+    {"suppressions", R_PATH, OFF(suppressions), 0, "debug"},
+    {"guard", R_GUARD, OFF(guard), 0xffffffffull, "both"},
+    {"guard_left", R_BOOL, OFF(guard_left), 1, "both"},
     {"dump_signal", R_SIGNAL, OFF(dump_signal), 64, "both"},
     {"dump_at_exit", R_BOOL, OFF(dump_at_exit), 1, "both"},
     {"dump_path", R_PATH, OFF(dump_path), 0, "both"},
@@ -127,6 +131,17 @@ static int ref_number(const char *s, size_t n, unsigned long long *out)
     }
     *out = v;
     return 1;
+}
+
+static int ref_blank(char c) { return c == ' ' || c == '\t'; }
+
+/* [s, s + n) without the blanks at either end. */
+static void ref_trim(const char **s, size_t *n)
+{
+    while (*n && ref_blank((*s)[0]))
+        ++*s, --*n;
+    while (*n && ref_blank((*s)[*n - 1]))
+        --*n;
 }
 
 static int ref_value(const ref_key *k, const char *v, size_t n, rp_options *o)
@@ -194,6 +209,30 @@ static int ref_value(const ref_key *k, const char *v, size_t n, rp_options *o)
         }
         return 0;
     }
+    case R_GUARD: {
+        /* off | 0, all | 1, sample:N with N from 1 to the maximum; blanks around ':' and N */
+        if (same_word(v, n, "off") || same_word(v, n, "0")) {
+            *(unsigned long *)field = 0;
+            return 1;
+        }
+        if (same_word(v, n, "all") || same_word(v, n, "1")) {
+            *(unsigned long *)field = 1;
+            return 1;
+        }
+        if (n < 6 || strncasecmp(v, "sample", 6) != 0)
+            return 0;
+        const char *num = v + 6;
+        size_t left = n - 6;
+        ref_trim(&num, &left);
+        if (!left || num[0] != ':')
+            return 0;
+        num++, left--;
+        ref_trim(&num, &left);
+        if (!ref_number(num, left, &x) || x < 1 || x > k->max)
+            return 0;
+        *(unsigned long *)field = (unsigned long)x;
+        return 1;
+    }
     case R_PATH:
         if (n == 0 || n >= RP_OPTION_PATH_MAX)
             return 0;
@@ -207,20 +246,22 @@ static int ref_value(const ref_key *k, const char *v, size_t n, rp_options *o)
     return 0;
 }
 
-static int ref_blank(char c) { return c == ' ' || c == '\t'; }
-
-/* [s, s + n) without the blanks at either end. */
-static void ref_trim(const char **s, size_t *n)
-{
-    while (*n && ref_blank((*s)[0]))
-        ++*s, --*n;
-    while (*n && ref_blank((*s)[*n - 1]))
-        --*n;
-}
-
 static int ref_uses(const ref_key *k, rp_options_flavour flavour)
 {
     return strcmp(k->flavours, "both") == 0 || strcmp(k->flavours, flavour == RP_OPTIONS_DEBUG ? "debug" : "release") == 0;
+}
+
+/* Is the item guard=sample (blanks around key and value aside)? */
+static int ref_is_guard_sample(const char *item, size_t n)
+{
+    const char *eq = memchr(item, '=', n);
+    if (!eq)
+        return 0;
+    const char *key = item, *val = eq + 1;
+    size_t klen = (size_t)(eq - item), vlen = n - klen - 1;
+    ref_trim(&key, &klen);
+    ref_trim(&val, &vlen);
+    return same_word(key, klen, "guard") && same_word(val, vlen, "sample");
 }
 
 /* Applies text to *o the way options.h documents for the flavour. Returns the number of
@@ -238,6 +279,13 @@ static int ref_parse(const char *text, rp_options *o, rp_options_flavour flavour
         const char *item = p;
         size_t n = len;
         ref_trim(&item, &n);
+        if (p[len] == ':' && ref_is_guard_sample(item, n)) {
+            /* guard=sample:N: the ':' belongs to the value */
+            len += 1 + strcspn(p + len + 1, ":,");
+            item = p;
+            n = len;
+            ref_trim(&item, &n);
+        }
         const char *eq = memchr(item, '=', n);
         if (n && !eq) {
             warnings++;
@@ -302,42 +350,63 @@ static int parse_logged(const char *text, rp_options *o, rp_options_flavour flav
     return n;
 }
 
-NO_FEEDBACK static void check_path(const char *text, const char *path, const char *name)
+NO_FEEDBACK static void check_path(const char *text, const char *path, const char *name, int may_be_empty)
 {
     size_t n = strnlen(path, RP_OPTION_PATH_MAX);
-    if (n == 0 || n == RP_OPTION_PATH_MAX)
+    if ((n == 0 && !may_be_empty) || n == RP_OPTION_PATH_MAX)
         fuzz_fail(text, "%s is empty or not terminated", name);
     for (size_t i = 0; i < n; i++)
         if ((unsigned char)path[i] < 0x20)
             fuzz_fail(text, "%s holds a control character", name);
 }
 
+/* Every field within what its key accepts; a path may be empty only when its default is (a
+ * path is never set to nothing). */
 NO_FEEDBACK static void check_ranges(const char *text, const rp_options *o)
 {
-    if ((unsigned)o->stats > 1 || (unsigned)o->huge_pages > 1 || (unsigned)o->slabs > 1 || (unsigned)o->poison > 1 ||
-        (unsigned)o->leak_report > 1 ||
-        (unsigned)o->dump_at_exit > 1 || (unsigned)o->abort_on_error > 1)
-        fuzz_fail(text, "a boolean option is neither 0 nor 1");
-    if (o->alloc_fill > 255 || o->free_fill > 255 || o->backtrace_depth > 64 || o->dump_signal < 0 ||
-        o->dump_signal > 64 || o->purge_delay_ms > 3600000 || o->arenas > 64 || o->leak_exit_code > 255 ||
-        o->free_batch > 64)
-        fuzz_fail(text, "a numeric option is out of range");
-    if (o->cache_bytes > (1ull << 32) || o->retain_bytes > (1ull << 46) || o->quarantine_bytes > (1ull << 40) ||
-        o->alloc_fill_max > (1ull << 46))
-        fuzz_fail(text, "a size option is over its maximum");
-    check_path(text, o->report_path, "report_path");
-    check_path(text, o->dump_path, "dump_path");
+    rp_options defaults;
+    rp_options_defaults(&defaults);
+    for (size_t i = 0; i < NREF; i++) {
+        const ref_key *k = &ref_keys[i];
+        const char *field = (const char *)o + k->offset;
+        unsigned long long v = 0;
+        switch (k->type) {
+        case R_SIZE:
+            v = *(const size_t *)field;
+            break;
+        case R_ULONG:
+        case R_GUARD:
+            v = *(const unsigned long *)field;
+            break;
+        case R_UINT:
+        case R_BYTE:
+            v = *(const unsigned *)field;
+            break;
+        case R_BOOL:
+        case R_MODE:
+        case R_SIGNAL:
+            v = (unsigned long long)(long long)*(const int *)field;
+            break;
+        case R_PATH:
+            check_path(text, field, k->name, ((const char *)&defaults + k->offset)[0] == 0);
+            continue;
+        }
+        if (v > k->max)
+            fuzz_fail(text, "%s is %llu, above its maximum %llu", k->name, v, k->max);
+    }
 }
 
 /* Path fields are strings: bytes after their terminator (left by a longer earlier value) are
  * not part of the value. Clears them, so whole structs compare by value. */
 NO_FEEDBACK static void normalise(rp_options *o)
 {
-    char *paths[] = {o->report_path, o->dump_path};
-    for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
-        size_t n = strnlen(paths[i], RP_OPTION_PATH_MAX);
+    for (size_t i = 0; i < NREF; i++) {
+        if (ref_keys[i].type != R_PATH)
+            continue;
+        char *path = (char *)o + ref_keys[i].offset;
+        size_t n = strnlen(path, RP_OPTION_PATH_MAX);
         if (n < RP_OPTION_PATH_MAX)
-            memset(paths[i] + n, 0, RP_OPTION_PATH_MAX - n);
+            memset(path + n, 0, RP_OPTION_PATH_MAX - n);
     }
 }
 
@@ -349,18 +418,51 @@ NO_FEEDBACK static int same_options(rp_options *a, rp_options *b)
 }
 
 /* The options as text the parser must read back to the same values. */
-static void format_options(const rp_options *o, char *buf, size_t cap)
+/* The options as text the parser must read back to the same values, written here (not with
+ * rp_options_describe), every key the reference knows but an empty path. Returns how many of
+ * the keys written the flavour does not use (one warning each when parsed). */
+static int format_options(const rp_options *o, rp_options_flavour flavour, char *buf, size_t cap)
 {
-    snprintf(buf, cap,
-             "cache_bytes=%zu:retain_bytes=%zu:purge_delay_ms=%u:arenas=%u:huge_pages=%d:slabs=%d:free_batch=%u:"
-             "stats=%d:poison=%d:mapped_block_bytes=%zu:help=%d:verbose=%d:"
-             "alloc_fill=%u:free_fill=%u:alloc_fill_max=%zu:quarantine_bytes=%zu:backtrace_depth=%u:check_interval=%lu:on_error=%s:"
-             "leak_report=%d:leak_exit_code=%u:report_path=%s:dump_signal=%d:dump_at_exit=%d:dump_path=%s",
-             o->cache_bytes, o->retain_bytes, o->purge_delay_ms, o->arenas, o->huge_pages, o->slabs, o->free_batch,
-             o->stats, o->poison, o->mapped_block_bytes, o->help, o->verbose,
-             o->alloc_fill, o->free_fill, o->alloc_fill_max, o->quarantine_bytes, o->backtrace_depth, o->check_interval,
-             o->abort_on_error ? "abort" : "continue", o->leak_report, o->leak_exit_code, o->report_path,
-             o->dump_signal, o->dump_at_exit, o->dump_path);
+    size_t at = 0;
+    int unused = 0;
+    buf[0] = 0;
+    for (size_t i = 0; i < NREF && at < cap; i++) {
+        const ref_key *k = &ref_keys[i];
+        const char *field = (const char *)o + k->offset;
+        char value[RP_OPTION_PATH_MAX + 32];
+        switch (k->type) {
+        case R_SIZE:
+            snprintf(value, sizeof value, "%zu", *(const size_t *)field);
+            break;
+        case R_ULONG:
+            snprintf(value, sizeof value, "%lu", *(const unsigned long *)field);
+            break;
+        case R_UINT:
+        case R_BYTE:
+            snprintf(value, sizeof value, "%u", *(const unsigned *)field);
+            break;
+        case R_BOOL:
+        case R_SIGNAL:
+            snprintf(value, sizeof value, "%d", *(const int *)field);
+            break;
+        case R_MODE:
+            snprintf(value, sizeof value, "%s", *(const int *)field ? "abort" : "continue");
+            break;
+        case R_GUARD: {
+            unsigned long g = *(const unsigned long *)field;
+            snprintf(value, sizeof value, g == 0 ? "off" : "sample:%lu", g);
+            break;
+        }
+        case R_PATH:
+            if (!field[0])
+                continue;
+            snprintf(value, sizeof value, "%s", field);
+            break;
+        }
+        at += (size_t)snprintf(buf + at, cap - at, "%s%s=%s", at ? ":" : "", k->name, value);
+        unused += !ref_uses(k, flavour);
+    }
+    return unused;
 }
 
 static size_t ref_field_size(const ref_key *k)
@@ -369,6 +471,7 @@ static size_t ref_field_size(const ref_key *k)
     case R_SIZE:
         return sizeof(size_t);
     case R_ULONG:
+    case R_GUARD:
         return sizeof(unsigned long);
     case R_PATH:
         return RP_OPTION_PATH_MAX;
@@ -409,9 +512,10 @@ static void check_describe(const char *text, const rp_options *got, rp_options_f
     rp_options back;
     rp_options_defaults(&back);
     for (size_t i = 0; i < NREF; i++) {
-        if (ref_uses(&ref_keys[i], flavour))
-            used++;
-        else
+        if (ref_uses(&ref_keys[i], flavour) &&
+            !(ref_keys[i].type == R_PATH && ((const char *)got + ref_keys[i].offset)[0] == 0))
+            used++; /* written by rp_options_describe (an empty path is left out) */
+        else if (!ref_uses(&ref_keys[i], flavour))
             memcpy((char *)&back + ref_keys[i].offset, (const char *)got + ref_keys[i].offset,
                    ref_field_size(&ref_keys[i]));
     }
@@ -463,13 +567,10 @@ static void check_flavour(const char *text, rp_options_flavour flavour, int roun
      * use are warned about, nothing else. */
     if (ref_warnings < 0)
         return;
-    char round[2 * RP_OPTION_PATH_MAX + 640];
-    format_options(&got, round, sizeof round);
+    char round[3 * RP_OPTION_PATH_MAX + 1024];
+    int unused = format_options(&got, flavour, round, sizeof round);
     rp_options back;
     rp_options_defaults(&back);
-    int unused = 0;
-    for (size_t i = 0; i < NREF; i++)
-        unused += !ref_uses(&ref_keys[i], flavour);
     if (parse_logged(round, &back, flavour) != unused || !same_options(&back, &got))
         fuzz_fail(text, "the options written back as \"%s\" do not parse to the same values", round);
 }

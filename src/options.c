@@ -321,15 +321,24 @@ static void apply(const opt_spec *sp, const char *val, size_t n, rp_options *o, 
         *(int *)field = iv;
         return;
     case OPT_GUARD: {
-        const char *num = val + 7;
-        size_t nlen = n > 7 ? n - 7 : 0;
-        trim(&num, &nlen); /* "sample: 10" */
+        /* off, all, or sample:N (blanks around the ':' and N allowed) */
+        const char *num = val;
+        size_t nlen = n;
+        int sample = n >= 6 && strncasecmp(val, "sample", 6) == 0;
+        if (sample) {
+            num += 6, nlen -= 6;
+            trim(&num, &nlen);
+            sample = nlen > 0 && num[0] == ':';
+            if (sample) {
+                num++, nlen--;
+                trim(&num, &nlen);
+            }
+        }
         if (word_is(val, n, "off") || word_is(val, n, "0")) {
             *(unsigned long *)field = 0;
         } else if (word_is(val, n, "all") || word_is(val, n, "1")) {
             *(unsigned long *)field = 1;
-        } else if (n > 7 && strncasecmp(val, "sample:", 7) == 0 && parse_ull(num, nlen, &v) == 0 && v >= 1 &&
-                   v <= sp->max) {
+        } else if (sample && parse_ull(num, nlen, &v) == 0 && v >= 1 && v <= sp->max) {
             *(unsigned long *)field = (unsigned long)v;
         } else {
             warn(w, "RAMPART_OPTIONS: bad value '%s' for %s (off, all or sample:N with N from 1 to %llu); ignored",

@@ -18,7 +18,7 @@ static void record(const char *line, void *arg)
 }
 
 /* Lines passed to a rp_option_warn_fn, joined with ':'. */
-static char joined[4096];
+static char joined[16384];
 static void join(const char *line, void *arg)
 {
     int *n = arg;
@@ -86,8 +86,10 @@ static void help_and_describe(void)
     joined[0] = 0;
     rp_options_help(join, &lines);
     CHECK(lines == (int)count);
-    CHECK(strstr(joined, "cache_bytes        size           default 1M"));
-    CHECK(strstr(joined, "poison             bool           default 1                 debug"));
+    CHECK(strstr(joined, "cache_bytes         size             default 1M"));
+    CHECK(strstr(joined, "poison              bool             default 1                 debug"));
+    CHECK(strstr(joined, "guard               off|all|sample:N default off"));
+    CHECK(strstr(joined, "suppressions        path             default (none)            debug"));
     CHECK(strstr(joined, "dump_signal") && strstr(joined, "report_path") && strstr(joined, "verbose"));
 
     /* The effective values, written back, parse to the same options. */
@@ -118,7 +120,7 @@ static void help_and_describe(void)
     child_result r;
     CHECK(run_child("child", "help=1, stats=1", &r) == 0 && r.exited && r.code == 0);
     CHECKF(strstr(r.err, "rampart: RAMPART_OPTIONS=key=value:key=value (or ','), this is the release flavour") &&
-               strstr(r.err, "rampart:   quarantine_bytes   size           default 4M") &&
+               strstr(r.err, "rampart:   quarantine_bytes    size             default ") &&
                strstr(r.out, "stats=1 cache_bytes=1048576"),
            "%s", r.err);
     CHECK(!strstr(r.err, "options in effect"));
@@ -191,10 +193,12 @@ int main(int argc, char **argv)
     /* suppressions: a path; guard: off, all, sample:N (its ':' is part of the value). */
     CHECK(m.suppressions[0] == 0 && m.guard == 0 && m.guard_left == 0);
     n = 0;
-    CHECK(rp_options_parse("suppressions=/tmp/s.txt:guard=all:guard_left=1", &m, record, &n) == 0 &&
+    CHECK(rp_options_parse_as("suppressions=/tmp/s.txt:guard=all:guard_left=1", &m, RP_OPTIONS_DEBUG, record, &n) == 0 &&
           strcmp(m.suppressions, "/tmp/s.txt") == 0 && m.guard == 1 && m.guard_left == 1);
     CHECK(rp_options_parse("guard=sample:1000:stats=1", &m, record, &n) == 0 && m.guard == 1000 && m.stats == 1);
     CHECK(rp_options_parse("guard=sample:100", &m, record, &n) == 0 && m.guard == 100);
+    /* ... also with blanks around, and ',' separating the next item. */
+    CHECK(rp_options_parse(" guard = sample : 7 ,stats=0", &m, record, &n) == 0 && m.guard == 7 && m.stats == 0);
     CHECK(rp_options_parse("guard=off", &m, record, &n) == 0 && m.guard == 0);
     CHECK(rp_options_parse("guard=sample:0", &m, record, &n) == 1 && m.guard == 0 && strstr(last, "guard"));
     CHECK(rp_options_parse("guard=sample", &m, record, &n) == 1 && m.guard == 0);
