@@ -6,11 +6,18 @@
 
 #include "src/heap.h"
 #include "src/malloc/malloc_slabs.h"
+#include "src/malloc/zero_size.h"
 #include "src/pagemap.h"
 #include "src/region.h"
 
 const char *arena_block_problem(const void *p, char *buf, size_t len)
 {
+    if (rp_zs_contains(p)) { /* malloc(0): a slot of the zero-size range (zero_size.h) */
+        if (rp_zs_live(p))
+            return NULL;
+        snprintf(buf, len, "%p is a zero-size slot not marked as handed out", p);
+        return buf;
+    }
     rp_heap *h = rp_ms_heap_of(p); /* slab blocks included */
     if (h && (h->flags & RP_HEAP_MALLOC_ARENA))
         return NULL;

@@ -101,6 +101,14 @@ void *rp_os_reserve(size_t len, size_t align)
     return start;
 }
 
+void *rp_os_reserve_inaccessible(size_t len)
+{
+    if (len == 0 || os_call_fails())
+        return NULL;
+    void *p = mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
 int rp_os_unreserve(void *p, size_t len)
 {
     if (len == 0)

@@ -57,6 +57,11 @@ int rp_os_zero_metadata(void *p, size_t len);
  * NULL on failure. */
 void *rp_os_reserve(size_t len, size_t align);
 
+/* Reserves len bytes of address space (a multiple of RP_OS_PAGE) that no access may touch
+ * (PROT_NONE): any read or write faults. Not counted in rp_os_mapped_bytes. One call for fault
+ * injection. NULL on failure. Give it back with rp_os_unreserve. */
+void *rp_os_reserve_inaccessible(size_t len);
+
 /* Gives a whole reservation back. 0, or -1 (it stays reserved). */
 int rp_os_unreserve(void *p, size_t len);
 

@@ -38,6 +38,7 @@
 #include "src/tier.h"
 #include "thread_cache.h"
 #include "transfer_cache.h"
+#include "zero_size.h"
 
 #define RP_NOINLINE __attribute__((noinline))
 
@@ -184,6 +185,17 @@ static RP_NOINLINE void *malloc_cached(rp_tcache *tc, size_t size)
     return malloc_miss(tc, c, size);
 }
 
+/* malloc(0): an inaccessible zero-size block (zero_size.h), or where there is none, a block
+ * of one byte's class. */
+static RP_NOINLINE void *malloc_zero(void)
+{
+    void *p = rp_zs_alloc();
+    if (p)
+        return p;
+    rp_tcache *tc = rp_tc_self;
+    return tc ? malloc_cached(tc, 1) : alloc_general(1, RP_MIN_ALIGN);
+}
+
 static inline void *malloc_impl(size_t size)
 {
     rp_tcache *tc = rp_tc_self;
@@ -198,6 +210,8 @@ static inline void *malloc_impl(size_t size)
                 return rp_tc_pop_bin(tc, bin);
             return malloc_cached(tc, size); /* the refill; the bin is not kept live for it */
         }
+    } else if (RP_UNLIKELY(size == 0)) {
+        return malloc_zero();
     } else if (tc != NULL && size <= TC_MAX_REQUEST)
         return malloc_cached(tc, size);
     return alloc_general(size, RP_MIN_ALIGN);
@@ -416,6 +430,12 @@ static RP_NOINLINE void free_slow(void *p)
         free_slab_slow(p);
         return;
     }
+    if (rp_zs_contains(p)) {
+        int saved = errno;
+        (void)rp_zs_free(p, "free: ");
+        errno = saved;
+        return;
+    }
     rp_region *r = rp_pagemap_lookup(p);
     if (RP_UNLIKELY(r == NULL)) {
         free_foreign(p);
@@ -492,8 +512,8 @@ static inline __attribute__((always_inline)) void free_span_examined(rp_tcache *
     uint32_t size;
     if (RP_LIKELY(r != NULL && (r->heap->flags & RP_HEAP_MALLOC_ARENA))) {
         uint8_t state = rp_page_of(r, p)->state;
-        if (RP_LIKELY((state == RP_PAGE_SPAN || state == RP_PAGE_SPAN_TAIL) &&
-                      rp_header_live(&tc->block_key, rp_block_of_user(p), &size))) {
+        const rp_block *b = rp_block_of_user(p);
+        if (RP_LIKELY((state == RP_PAGE_SPAN || state == RP_PAGE_SPAN_TAIL) && rp_header_live(&tc->block_key, b, &size))) {
             free_span_block(tc, p, size, rp_cache_mark_in(r, p));
             return;
         }
@@ -631,6 +651,20 @@ static RP_NOINLINE void *realloc_slab(void *p, size_t size)
     return q;
 }
 
+/* realloc of a pointer in the zero-size range: a zero-size block has no bytes to keep. */
+static RP_NOINLINE void *realloc_zero(void *p, size_t size)
+{
+    if (!rp_zs_live(p)) {
+        (void)rp_zs_free(p, "realloc: "); /* reports it */
+        errno = EINVAL;
+        return NULL;
+    }
+    void *q = malloc_impl(size);
+    if (q)
+        (void)rp_zs_free(p, "realloc: ");
+    return q;
+}
+
 static void *realloc_impl(void *p, size_t size)
 {
     if (!p)
@@ -644,6 +678,8 @@ static void *realloc_impl(void *p, size_t size)
         rp_malloc_free_collected(rp_tc_self);
     if (rp_ms_contains(p))
         return realloc_slab(p, size);
+    if (rp_zs_contains(p))
+        return realloc_zero(p, size);
     rp_region *r = rp_pagemap_lookup(p);
     if (!r)
         return realloc_foreign(p);
@@ -786,6 +822,11 @@ size_t malloc_usable_size(void *p)
         if (rp_slab_block_live(&rp_ms_space, p, &stride))
             return stride;
         report_slab(p, "malloc_usable_size");
+        return 0;
+    }
+    if (rp_zs_contains(p)) { /* a zero-size block has no usable byte */
+        if (!rp_zs_live(p))
+            (void)rp_zs_free(p, "malloc_usable_size: "); /* reports it */
         return 0;
     }
     rp_region *r = rp_pagemap_lookup(p);

@@ -7,6 +7,7 @@
 #include "malloc_slabs.h"
 #include "thread_cache.h"
 #include "transfer_cache.h"
+#include "zero_size.h"
 
 static void fork_prepare(void)
 {
@@ -15,10 +16,12 @@ static void fork_prepare(void)
     rp_xfer_fork_prepare();
     rp_heaps_fork_prepare();
     rp_ms_fork_prepare(); /* taken inside a heap lock by a pool (malloc_slabs.h): last */
+    rp_zs_fork_prepare();
 }
 
 static void fork_parent(void)
 {
+    rp_zs_fork_parent();
     rp_ms_fork_parent();
     rp_heaps_fork_parent();
     rp_xfer_fork_parent();
@@ -28,6 +31,7 @@ static void fork_parent(void)
 
 static void fork_child(void)
 {
+    rp_zs_fork_child();
     rp_ms_fork_child();
     rp_heaps_fork_child();
     rp_xfer_fork_child();

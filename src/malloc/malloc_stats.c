@@ -16,6 +16,7 @@
 #include "rampart_malloc.h"
 #include "thread_cache.h"
 #include "transfer_cache.h"
+#include "zero_size.h"
 
 extern uint64_t rp_malloc_foreign_frees; /* malloc.c */
 
@@ -228,7 +229,7 @@ int rp_malloc_check(char *why, size_t len)
         if (h && rp_xfer_of(h) && rp_xfer_check(rp_xfer_of(h), h, why, len) != 0)
             return 1;
     }
-    if (rp_ms_check(why, len) != 0)
+    if (rp_ms_check(why, len) != 0 || rp_zs_check(why, len) != 0)
         return 1;
     rp_tcache *tc = rp_tc_self;
     return tc ? rp_tc_check(tc, why, len) : 0;
