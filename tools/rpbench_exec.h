@@ -29,11 +29,17 @@ typedef struct rpb_exec_result {
 } rpb_exec_result;
 
 /* Runs the command and waits for it. 0 when it could be started and waited for (whatever its
- * status), -1 with errno otherwise. */
+ * status), -1 with errno otherwise. The program is started through the calling binary's
+ * `--spawn` mode (rpb_spawn_main), so the calling binary must dispatch it. */
 int rpb_exec(const rpb_command *cmd, rpb_exec_result *out);
 
 /* What went wrong in a run, in words ("exited with status 3", "killed by signal 11 (SIGSEGV)",
  * "timed out after 5 s"), or "" for a run that exited with 0. */
 void rpb_exec_describe(const rpb_exec_result *r, double timeout_s, char *buf, size_t len);
+
+/* The `--spawn` mode of a binary that calls rpb_exec: argv = {self, "--spawn", FD, PRELOAD,
+ * OPTIONS, NENV, ENV..., PROGRAM, ARGS...}. Runs the program, writes "maxrss_kb user_s
+ * sys_s" of it to FD, and ends as the program ended. */
+int rpb_spawn_main(int argc, char **argv);
 
 #endif

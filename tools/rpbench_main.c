@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "rpbench.h"
+#include "rpbench_exec.h"
 #include "rpbench_mbench.h"
 #include "rpbench_progress.h"
 #include "rpbench_worker.h"
@@ -408,6 +409,8 @@ int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "--worker") == 0)
         return rpbench_worker_main(argc, argv);
+    if (argc > 1 && strcmp(argv[1], "--spawn") == 0)
+        return rpb_spawn_main(argc, argv);
     cli c = {0};
     int rc = parse_args(argc, argv, &c);
     if (rc == 0)
