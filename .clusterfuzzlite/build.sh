@@ -44,13 +44,15 @@ for manifest in fuzz/manifests/*.txt; do
     args=$(awk '$1 == "arg" { print $2 }' "$manifest")
     dict=$(awk '$1 == "dict" { print $2 }' "$manifest")
     rm -f "$OUT/$name.options" "$OUT/$name.dict"
-    [ -n "$dict" ] && cp "$dict" "$OUT/$name.dict"
     if [ -n "$args" ] || [ -n "$dict" ]; then
         echo "[libfuzzer]" >"$OUT/$name.options"
         for a in $args; do
             a=${a#-}
             echo "${a%%=*} = ${a#*=}" >>"$OUT/$name.options"
         done
-        [ -n "$dict" ] && echo "dict = $name.dict" >>"$OUT/$name.options"
+        if [ -n "$dict" ]; then
+            cp "$dict" "$OUT/$name.dict"
+            echo "dict = $name.dict" >>"$OUT/$name.options"
+        fi
     fi
 done

@@ -374,13 +374,14 @@ mutants() {
                 how=replay
                 by_replay=$((by_replay + 1))
             fi
-            # The harness's own failure message (it starts with the target's name), else the
-            # sanitizer's summary, else the report's first line (libFuzzer's indented NEW_FUNC
-            # lines left out).
+            # The harness's own failure message (it starts with the target's name), else
+            # rampart's own report, else the sanitizer's summary, else the report's first line
+            # (libFuzzer's indented NEW_FUNC lines left out).
             local report
             report=$(sed -n '/^-- report:/,$p' "$work/$name.run" | sed 1d | grep -v -E '^[[:space:]]')
-            why=$(grep -m1 -E "^${target%_debug}[ :(]" <<<"$report" || grep -m1 -E '^(SUMMARY|==[0-9]+==ERROR)' <<<"$report" ||
-                head -1 <<<"$report")
+            why=$(grep -m1 -E "^${target%_debug}[ :(]" <<<"$report" ||
+                grep -v 'RAMPART_OPTIONS' <<<"$report" | grep -m1 -E '^rampart: ' ||
+                grep -m1 -E '^(SUMMARY|==[0-9]+==ERROR)' <<<"$report" || head -1 <<<"$report")
             why=$(sed -E 's/0x[0-9a-f]+/0x.../g' <<<"$why" | cut -c1-110)
             lines+=("$(printf '%-32s %-16s caught in %5s s (%-7s): %s' "$name" "$target" "$secs_taken" "$how" "$why")")
         else
