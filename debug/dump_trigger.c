@@ -84,12 +84,19 @@ static void *dumper_main(void *arg)
     }
 }
 
+/* The signal that requests dumps, and what it did before rampart handled it. */
+static int dump_sig;
+static struct sigaction previous_action;
+
 /* The child of a fork has no dumper thread: it must not feed its parent's pipe, and the dump
- * lock may have been held by that thread at the fork. */
+ * lock may have been held by that thread at the fork. The signal does again what it did
+ * before (a handler left in place would swallow it). */
 static void forget_dumper_in_child(void)
 {
     __atomic_store_n(&request_write_fd, -1, __ATOMIC_RELAXED);
     pthread_mutex_init(&dump_lock, NULL);
+    if (dump_sig > 0)
+        (void)sigaction(dump_sig, &previous_action, NULL);
 }
 
 static void start_signal_dumps(int sig)
@@ -99,6 +106,12 @@ static void start_signal_dumps(int sig)
     num[k] = 0;
     for (int v = sig; v > 0 && k > 0; v /= 10)
         num[--k] = (char)('0' + v % 10);
+    /* A synchronous fault (a bad access, a trap, an abort) would run the handler again at the
+     * faulting instruction: a dump loop instead of a crash. The options refuse them too. */
+    if (rp_options_fault_signal(sig)) {
+        say("dump_signal=", num + k, " is a fault signal; signal dumps are off");
+        return;
+    }
     struct sigaction old;
     if (sigaction(sig, NULL, &old) != 0) {
         say("dump_signal=", num + k, " cannot be handled; signal dumps are off");
@@ -135,6 +148,8 @@ static void start_signal_dumps(int sig)
         return;
     }
     __atomic_store_n(&request_write_fd, fds[1], __ATOMIC_RELAXED);
+    dump_sig = sig;
+    previous_action = old;
     pthread_atfork(NULL, NULL, forget_dumper_in_child);
 
     struct sigaction sa;

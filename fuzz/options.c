@@ -194,6 +194,11 @@ static int ref_value(const ref_key *k, const char *v, size_t n, rp_options *o)
             int sig;
         } names[] = {{"USR1", SIGUSR1}, {"USR2", SIGUSR2}, {"HUP", SIGHUP}, {"PROF", SIGPROF}, {"URG", SIGURG}};
         if (ref_number(v, n, &x)) {
+            /* fault signals are refused: a handler would run again at the faulting instruction */
+            static const int faults[] = {SIGILL, SIGTRAP, SIGABRT, SIGBUS, SIGFPE, SIGSEGV, SIGSYS};
+            for (size_t i = 0; i < sizeof faults / sizeof faults[0]; i++)
+                if (x == (unsigned long long)faults[i])
+                    return 0;
             if (x > k->max)
                 return 0;
             *(int *)field = (int)x;

@@ -503,3 +503,38 @@ void rp_heaps_fork_child(void)
         rp_lock_init(&h->lock);
     pthread_mutex_init(&heaps_lock, NULL);
 }
+
+/* fork() for every program that uses heaps: handlers registered when the library is loaded
+ * (registering may allocate, which a heap's first use must not), taking every heap's lock
+ * around the fork, so a child never inherits a heap another thread held. A layer with locks
+ * of its own around the heaps' (the malloc drop-in) calls rp_heaps_fork_* from its handlers
+ * and says so with rp_heaps_fork_by_caller; these then stand aside. Whether they took the
+ * locks is remembered at prepare, so parent and child undo exactly that. */
+static int fork_by_caller; /* atomic */
+static int fork_took_locks;
+
+static void own_fork_prepare(void)
+{
+    fork_took_locks = !__atomic_load_n(&fork_by_caller, __ATOMIC_ACQUIRE);
+    if (fork_took_locks)
+        rp_heaps_fork_prepare();
+}
+
+static void own_fork_parent(void)
+{
+    if (fork_took_locks)
+        rp_heaps_fork_parent();
+}
+
+static void own_fork_child(void)
+{
+    if (fork_took_locks)
+        rp_heaps_fork_child();
+}
+
+__attribute__((constructor)) static void install_fork_handlers(void)
+{
+    pthread_atfork(own_fork_prepare, own_fork_parent, own_fork_child);
+}
+
+void rp_heaps_fork_by_caller(void) { __atomic_store_n(&fork_by_caller, 1, __ATOMIC_RELEASE); }

@@ -149,11 +149,16 @@ void rp_heap_stats_locked(rp_heap *h, struct rp_heap_stats *out);
 /* Calls fn on every heap with the global heap list locked (fork handling, tools). */
 void rp_heaps_foreach(void (*fn)(rp_heap *h, void *arg), void *arg);
 
-/* fork() support (pthread_atfork handlers of the malloc drop-in): prepare takes the heap list
- * lock, then every heap's lock in list order, then the address map's lock; parent releases
- * them; child re-initialises them (the child has one thread, which holds them all). */
+/* fork() support: prepare takes the heap list lock, then every heap's lock in list order, then
+ * the address map's lock; parent releases them; child re-initialises them (the child has one
+ * thread, which holds them all). The core registers handlers that call them at load time
+ * (heap.c), so every program that uses heaps is fork-safe. */
 void rp_heaps_fork_prepare(void);
 void rp_heaps_fork_parent(void);
 void rp_heaps_fork_child(void);
+
+/* Called by a layer whose own fork handlers call the three functions above, around locks of
+ * its own (the malloc drop-in): the core's handlers then do nothing. */
+void rp_heaps_fork_by_caller(void);
 
 #endif

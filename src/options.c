@@ -102,6 +102,12 @@ const rp_option_doc *rp_options_docs(size_t *count)
     return docs;
 }
 
+int rp_options_fault_signal(int sig)
+{
+    return sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL || sig == SIGTRAP || sig == SIGABRT ||
+           sig == SIGSYS;
+}
+
 void rp_options_defaults(rp_options *o)
 {
     memset(o, 0, sizeof *o);
@@ -316,6 +322,13 @@ static void apply(const opt_spec *sp, const char *val, size_t n, rp_options *o, 
         if (parse_signal(val, n, &iv) != 0) {
             warn(w, "RAMPART_OPTIONS: bad value '%s' for %s (a signal number or name such as SIGUSR2); ignored",
                  shown_as(shown, val, n), sp->name);
+            return;
+        }
+        if (rp_options_fault_signal(iv)) {
+            warn(w,
+                 "RAMPART_OPTIONS: %s=%s is a fault signal (a bad access, trap or abort would dump again and "
+                 "again instead of ending the program); use one such as SIGUSR2; ignored",
+                 sp->name, shown_as(shown, val, n));
             return;
         }
         *(int *)field = iv;

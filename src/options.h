@@ -80,6 +80,10 @@ typedef void (*rp_option_warn_fn)(const char *line, void *arg);
 
 void rp_options_defaults(rp_options *o);
 
+/* 1 for the signals a fault raises synchronously (SEGV, BUS, FPE, ILL, TRAP, ABRT, SYS), which
+ * dump_signal refuses: a handler that returns would run again at the same instruction. */
+int rp_options_fault_signal(int sig);
+
 /* Parses text into *o (fields not mentioned keep their values) for this library's flavour.
  * Returns the number of warnings; each is also passed to warn (if non-NULL). text NULL or ""
  * is fine. */

@@ -11,6 +11,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -68,6 +69,20 @@ static int child(const char *dir)
     for (int i = 0; i < 20; i++)
         kill(getpid(), SIGUSR2); /* a burst: merged into one or a few dumps */
     pause_ms(50);
+    /* A forked child has no dumper: the signal does what it did before rampart handled it
+     * (SIGUSR2's default: the end of the process), instead of being swallowed. */
+    fflush(NULL);
+    pid_t kid = fork();
+    if (kid == 0) {
+        kill(getpid(), SIGUSR2);
+        pause_ms(2000);
+        _exit(0);
+    }
+    int st = 0;
+    if (kid < 0 || waitpid(kid, &st, 0) != kid || !WIFSIGNALED(st) || WTERMSIG(st) != SIGUSR2) {
+        fprintf(stderr, "a forked child's SIGUSR2 was not the default action (status %#x)\n", st);
+        return 5;
+    }
     for (int i = 0; i < LIVE; i += 2)
         rp_free(live[i]); /* the exit dump sees half of them */
     return 0;                 /* exit(): the exit dump */

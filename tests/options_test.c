@@ -159,6 +159,15 @@ int main(int argc, char **argv)
     CHECK(o.dump_signal == SIGUSR2 && o.dump_at_exit == 1);
     CHECK(strcmp(o.dump_path, "/tmp/d.%p.%n") == 0);
 
+    /* Fault signals are refused for dump_signal (a dump loop instead of a crash). */
+    n = 0;
+    w = rp_options_parse_as("dump_signal=SIGSEGV", &o, RP_OPTIONS_DEBUG, record, &n);
+    CHECK(w == 1 && o.dump_signal == SIGUSR2);
+    w = rp_options_parse_as("dump_signal=11", &o, RP_OPTIONS_DEBUG, record, &n);
+    CHECKF(w == 1 && o.dump_signal == SIGUSR2 && strstr(last, "fault signal"), "%s", last);
+    w = rp_options_parse_as("dump_signal=6", &o, RP_OPTIONS_DEBUG, record, &n);
+    CHECK(w == 1 && o.dump_signal == SIGUSR2);
+
     /* Unknown key, bad values: one warning each, value unchanged, other keys still applied. */
     n = 0;
     w = rp_options_parse_as("bogus=1:stats=maybe:backtrace_depth=65:cache_bytes=12Q:on_error=explode:poison=1", &o,

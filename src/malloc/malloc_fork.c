@@ -39,4 +39,11 @@ static void fork_child(void)
     rp_arena_fork_child();
 }
 
-void rp_malloc_fork_install(void) { pthread_atfork(fork_prepare, fork_parent, fork_child); }
+void rp_malloc_fork_install(void)
+{
+    /* The heaps' locks are taken here, inside the drop-in's, so the core's own handlers stand
+     * aside. Called during set-up, under the set-up lock that fork_prepare takes first: a fork
+     * meanwhile waits until both steps are done. */
+    pthread_atfork(fork_prepare, fork_parent, fork_child);
+    rp_heaps_fork_by_caller();
+}
