@@ -297,7 +297,7 @@ static void default_report_continues(void)
 static void do_edges(void)
 {
     static const rp_heap_config bad[] = {
-        {.large_threshold = 4095}, {.large_threshold = ((size_t)256 << 20) + 1}, {.flags = RP_HEAP_HUGE_PAGES << 1},
+        {.large_threshold = 4095}, {.large_threshold = ((size_t)256 << 20) + 1}, {.flags = RP_HEAP_HARDENED << 1},
         {.region_bytes = (size_t)1 << 40},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {

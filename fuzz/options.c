@@ -80,6 +80,7 @@ static const ref_key ref_keys[] = {
     {"mapped_block_bytes", R_SIZE, OFF(mapped_block_bytes), 1ull << 46, "release"},
     {"arenas", R_UINT, OFF(arenas), 64, "both"},
     {"ignore_foreign_free", R_BOOL, OFF(ignore_foreign_free), 1, "both"},
+    {"hardened", R_BOOL, OFF(hardened), 1, "release"},
     {"huge_pages", R_BOOL, OFF(huge_pages), 1, "both"},
     {"slabs", R_BOOL, OFF(slabs), 1, "release"},
     {"free_batch", R_UINT, OFF(free_batch), 64, "release"},

@@ -9,6 +9,7 @@
 #include "hooks.h"
 #include "large.h"
 #include "locate.h"
+#include "os.h"
 #include "pagemap.h"
 #include "span.h"
 #include "tier.h"
@@ -114,12 +115,26 @@ size_t rp_alloc_batch(rp_heap *h, size_t size, size_t align, void **out, size_t 
     return got;
 }
 
+/* The hardened profile's wipe of a block being freed (RP_HEAP_HARDENED): a span block is
+ * zeroed, a page-tier block's pages are given back to the OS (zeros when read again; if the OS
+ * refuses, they are zeroed instead). Heap locked. */
+RP_NO_SANITIZE_ADDRESS
+static void wipe_freed(void *p, const rp_located *loc)
+{
+    if (loc->tier == RP_TIER_PAGE && ((uintptr_t)p & (RP_PAGE_SIZE - 1)) == 0 &&
+        rp_os_decommit(p, rp_align_up(loc->usable, RP_PAGE_SIZE)) == 0)
+        return;
+    memset(p, 0, loc->usable);
+}
+
 /* Frees a located block: the debug runtime may hold it back (quarantine). */
 static void core_free(rp_heap *h, void *p, const rp_located *loc, rp_fault *f)
 {
     int decision = rp_hook_free(h, p, loc->usable, f);
     if (decision != RP_HOOK_FREE_NOW)
         return;
+    if (h->flags & RP_HEAP_HARDENED)
+        wipe_freed(p, loc);
     if (loc->tier == RP_TIER_SPAN)
         rp_span_release(h, loc->block, f);
     else

@@ -342,7 +342,7 @@ static int config_valid(const rp_heap_config *c)
         return 0;
     if (c->region_bytes && c->region_bytes > RP_MAX_REGION * 64)
         return 0;
-    if (c->flags & ~(unsigned)(RP_HEAP_NO_OS | RP_HEAP_HUGE_PAGES))
+    if (c->flags & ~(unsigned)(RP_HEAP_NO_OS | RP_HEAP_HUGE_PAGES | RP_HEAP_HARDENED))
         return 0;
     if (c->purge_delay_ms > RP_MAX_PURGE_DELAY_MS)
         return 0;

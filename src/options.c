@@ -43,6 +43,9 @@ static const opt_spec specs[] = {
     {"ignore_foreign_free", OPT_BOOL, OFF(ignore_foreign_free), 1, FL_BOTH,
      "free() of a pointer rampart never handed out (another allocator's memory) is counted and ignored instead of "
      "reported as an invalid free (malloc drop-in)"},
+    {"hardened", OPT_BOOL, OFF(hardened), 1, FL_RELEASE,
+     "the hardened profile: freed memory wiped, a small quarantine with randomised reuse, write-after-free and "
+     "next-header checks, guard pages between slab chunks (malloc drop-in, release)"},
     {"poison", OPT_BOOL, OFF(poison), 1, FL_DEBUG, "debug: fill fresh and freed blocks with patterns; verify the free pattern"},
     {"alloc_fill", OPT_BYTE, OFF(alloc_fill), 255, FL_DEBUG, "debug: byte written into fresh blocks"},
     {"free_fill", OPT_BYTE, OFF(free_fill), 255, FL_DEBUG, "debug: byte written into freed blocks"},

@@ -37,6 +37,8 @@ typedef struct rp_options {
                                   4 per CPU the process may run on, at most 64) */
     int ignore_foreign_free;   /* ignore_foreign_free: free() of a pointer rampart never handed
                                   out is counted and ignored instead of reported (default 0) */
+    int hardened;              /* hardened: the hardened profile (malloc drop-in, release;
+                                  src/malloc/hardened.h; default 0) */
     /* debug flavour */
     int poison;                /* poison: fill fresh and freed blocks (default 1) */
     unsigned alloc_fill;       /* alloc_fill: byte for fresh blocks (default 0xbe) */

@@ -62,6 +62,10 @@ void *rp_os_reserve(size_t len, size_t align);
  * injection. NULL on failure. Give it back with rp_os_unreserve. */
 void *rp_os_reserve_inaccessible(size_t len);
 
+/* Makes [p, p+len) of a reservation inaccessible (PROT_NONE): a guard. Not subject to fault
+ * injection (a guard the OS refuses is simply absent). 0 or -1. */
+int rp_os_make_inaccessible(void *p, size_t len);
+
 /* Gives a whole reservation back. 0, or -1 (it stays reserved). */
 int rp_os_unreserve(void *p, size_t len);
 

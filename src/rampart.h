@@ -55,6 +55,13 @@ enum {
      * leave it off for heaps that must stay small. Caller regions are never advised. The
      * malloc drop-in sets it unless RAMPART_OPTIONS has huge_pages=0. */
     RP_HEAP_HUGE_PAGES = 1u << 1,
+    /* The hardened profile: freed memory is wiped before anything else can get it, so no
+     * secret outlives its block and a stale pointer reads zeros: a freed span block is
+     * zeroed, a freed page-tier block's pages are given back to the OS (they read as zeros
+     * and cost no memory until written again). The malloc drop-in's option hardened=1 adds
+     * a small quarantine with randomised reuse, write-after-free checks, the next header's
+     * check on free and guard pages between slab chunks (README, Hardening). */
+    RP_HEAP_HARDENED = 1u << 2,
 };
 
 /* Heap settings. Every field left 0 (or NULL) takes its default, so

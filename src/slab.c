@@ -62,11 +62,12 @@ static inline uintptr_t slab_addr(const rp_slab_space *s, const rp_slab *d)
     return s->base + ((uintptr_t)slab_index(s, d) << RP_SLAB_SHIFT);
 }
 
-/* Slabs of chunk c. */
+/* Slabs of chunk c that hold blocks (the guard slab excluded, S1). */
 static size_t chunk_slabs(const rp_slab_space *s, size_t c)
 {
     size_t left = s->nslabs - c * RP_SLAB_CHUNK_SLABS;
-    return left < RP_SLAB_CHUNK_SLABS ? left : RP_SLAB_CHUNK_SLABS;
+    size_t n = left < RP_SLAB_CHUNK_SLABS ? left : RP_SLAB_CHUNK_SLABS;
+    return s->guard_chunks && n > 1 ? n - 1 : n;
 }
 
 /* 1 if slab i was ever handed out (S2), under the space's lock. */
@@ -95,6 +96,12 @@ static rp_slab *space_take(rp_slab_space *s, rp_slab_pool *pool)
              * chunk is a heavy user, for whom one fault per 2 MiB beats one per 4 KiB. */
             if (pool->chunks_taken++ > 0 && s->advise_huge_pages)
                 advise = c;
+            /* The guard slab: an overflow running out of the chunk faults there. If the OS
+             * refuses, the chunk simply has no guard. */
+            if (s->guard_chunks && chunk_slabs(s, c) > 0)
+                (void)rp_os_make_inaccessible((void *)(s->base + (c << RP_SLAB_CHUNK_SHIFT) +
+                                                       (chunk_slabs(s, c) << RP_SLAB_SHIFT)),
+                                              RP_SLAB_BYTES);
         }
     }
     if (c != SIZE_MAX) {

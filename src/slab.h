@@ -36,8 +36,9 @@
  * Invariants (rp_slab_space_check and rp_slab_pool_check verify them):
  *   S1  base and len are multiples of RP_SLAB_BYTES; meta, bits and desc have nslabs =
  *       len / RP_SLAB_BYTES entries; the space is cut into nchunks chunks of
- *       RP_SLAB_CHUNK_SLABS slabs (the last one may be shorter); next_chunk <= nchunks;
- *       chunk_used[c] is at most chunk c's slabs, and 0 for c >= next_chunk;
+ *       RP_SLAB_CHUNK_SLABS slabs (the last one may be shorter; with guard_chunks, each
+ *       chunk's last slab is a guard, never used); next_chunk <= nchunks; chunk_used[c] is at
+ *       most chunk c's slabs, and 0 for c >= next_chunk;
  *   S2  a slab is used when its chunk is below next_chunk and its place in the chunk below
  *       chunk_used of it; one never used has its descriptor, metadata word and bitmap all
  *       zero (the checker reads the next one each chunk would hand out, not all of them);
@@ -151,6 +152,9 @@ typedef struct rp_slab_space {
     uint64_t decommit_failures; /* releases whose MADV_DONTNEED the OS refused (kept resident) */
     int advise_huge_pages; /* set before first use: a pool's chunks after its first are advised
                               MADV_HUGEPAGE as it takes them */
+    int guard_chunks;      /* set before first use: each chunk's last slab is never used and
+                              made inaccessible when the chunk is first taken, so a linear
+                              overflow out of a chunk faults (S1: chunk_slabs excludes it) */
 } rp_slab_space;
 
 typedef struct rp_slab_pool {

@@ -141,7 +141,7 @@ static void heap_flag_cases(void)
 
     /* An unknown flag bit is still refused. */
     rp_heap_config bad = {0};
-    bad.flags = RP_HEAP_HUGE_PAGES << 1;
+    bad.flags = RP_HEAP_HARDENED << 1;
     errno = 0;
     CHECK(rp_heap_create(&bad) == NULL && errno == EINVAL);
 }

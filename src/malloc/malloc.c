@@ -114,7 +114,10 @@ static inline __attribute__((always_inline)) void *aligned_cached(rp_tcache *tc,
     if (size > ((size_t)RP_TC_PAGE_BINS << RP_PAGE_SHIFT))
         return NULL;
     if (rp_wants_pages(tc->arena, size, align))
-        return size != 0 ? rp_tc_page_pop(tc, (size + RP_PAGE_SIZE - 1) >> RP_PAGE_SHIFT, align) : NULL;
+        /* Alignments above RP_MAX_ALIGN fail (ENOMEM) on the general path, even when a cached
+         * page happens to lie on such a boundary. */
+        return size != 0 && align <= RP_MAX_ALIGN ? rp_tc_page_pop(tc, (size + RP_PAGE_SIZE - 1) >> RP_PAGE_SHIFT, align)
+                                                  : NULL;
     if (size > TC_MAX_REQUEST || align > RP_TC_MAX_BLOCK)
         return NULL;
     unsigned c = aligned_class(tc, size, align);
@@ -348,6 +351,10 @@ static inline void free_span_block(rp_tcache *tc, void *p, size_t size, uint8_t 
         report_cached(p, "free");
         return;
     }
+    if (RP_UNLIKELY(tc->hardened)) {
+        rp_hq_put_class(tc, bin, p, mark, size - RP_USER_OFFSET);
+        return;
+    }
     rp_tc_push_bin(tc, bin, p, mark);
 }
 
@@ -368,6 +375,10 @@ static inline __attribute__((always_inline)) void free_slab_block(rp_tcache *tc,
     uint8_t *mark = tc->slab_marks + (((uintptr_t)p - tc->slab_lo) >> 4);
     if (RP_UNLIKELY(rp_cache_marked(mark))) {
         report_cached(p, "free");
+        return;
+    }
+    if (RP_UNLIKELY(tc->hardened)) {
+        rp_hq_put_class(tc, bin, p, mark, stride);
         return;
     }
     rp_tc_push_bin(tc, bin, p, mark);
@@ -492,6 +503,10 @@ static RP_NOINLINE void free_page_aligned(void *p)
         free_page_without_cache(p);
         return;
     }
+    if (RP_UNLIKELY(tc->hardened)) {
+        rp_hq_put_pages(tc, p, d);
+        return;
+    }
     if (RP_UNLIKELY(d->npages > RP_TC_PAGE_BINS)) {
         free_direct(p);
         return;
@@ -514,7 +529,13 @@ static inline __attribute__((always_inline)) void free_span_examined(rp_tcache *
         uint8_t state = rp_page_of(r, p)->state;
         const rp_block *b = rp_block_of_user(p);
         if (RP_LIKELY((state == RP_PAGE_SPAN || state == RP_PAGE_SPAN_TAIL) && rp_header_live(&tc->block_key, b, &size))) {
-            free_span_block(tc, p, size, rp_cache_mark_in(r, p));
+            /* Hardened: the next header too (the span's sentinel at the end); a block
+             * overflowed into it goes to the heap, which checks it under the lock and
+             * reports it. */
+            if (RP_UNLIKELY(tc->hardened) && !rp_header_sound(&tc->block_key, (const rp_block *)((const char *)b + size)))
+                free_direct(p);
+            else
+                free_span_block(tc, p, size, rp_cache_mark_in(r, p));
             return;
         }
     }
@@ -538,6 +559,7 @@ static RP_NOINLINE void examine_collected(rp_tcache *tc, uint32_t n)
     const uintptr_t slab_lo = tc->slab_lo;
     const uint64_t *slab_meta = tc->slab_meta, *slab_bits = tc->slab_bits;
     uint8_t *slab_marks = tc->slab_marks;
+    const int hardened = tc->hardened; /* its frees take free_slab_block (quarantine) */
     for (uint32_t i = 0; i < n; i++) {
         void *p = batch[i];
         uintptr_t off = (uintptr_t)p - slab_lo;
@@ -546,7 +568,7 @@ static RP_NOINLINE void examine_collected(rp_tcache *tc, uint32_t n)
             rp_tc_bin *bin = rp_tc_small_bin_of_block(tc, stride + RP_USER_OFFSET);
             uint8_t *mark = slab_marks + (off >> 4);
             size_t count = bin->count;
-            if (RP_LIKELY(!rp_cache_marked(mark) && count < bin->limit)) {
+            if (RP_LIKELY(!rp_cache_marked(mark) && count < bin->limit && !hardened)) {
                 bin->slots[count] = p;
                 __atomic_store_n(&bin->count, (uint32_t)(count + 1), __ATOMIC_RELAXED);
                 rp_cache_mark_set(mark);

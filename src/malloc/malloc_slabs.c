@@ -25,6 +25,7 @@ int rp_ms_setup(void)
      * slabs keeps 4 KiB pages (a thread, or a program, that allocates little does not fault in
      * 2 MiB at its first small block), its later chunks are advised (slab.c, space_take). */
     s.advise_huge_pages = rp_options_get()->huge_pages;
+    s.guard_chunks = rp_options_get()->hardened; /* the hardened profile (hardened.h) */
     /* free() reads the space without a lock: every other field first, the length last. */
     size_t len = s.len;
     s.len = 0;

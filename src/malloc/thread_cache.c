@@ -29,6 +29,7 @@ static __thread unsigned char tc_state __attribute__((tls_model("initial-exec"))
 
 static size_t cache_cap;   /* written once by rp_tc_setup, before `ready` is published */
 static uint32_t free_batch_limit = 1; /* every cache's freed_limit (T5) */
+static int hardened;                  /* option hardened (hardened.h) */
 static pthread_key_t exit_key;
 
 static pthread_mutex_t caches_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -48,6 +49,12 @@ int rp_tc_setup(void)
      * debug flavour, examines each free at its call. */
     unsigned batch = rp_options_get()->free_batch;
     free_batch_limit = cache_cap == 0 || batch <= 1 ? 1 : batch > RP_TC_FREED_MAX ? RP_TC_FREED_MAX : batch;
+#ifndef RAMPART_DEBUG
+    /* The hardened profile wipes and quarantines each free at its call (hardened.h). */
+    hardened = cache_cap != 0 && rp_hardened_on();
+    if (hardened)
+        free_batch_limit = 1;
+#endif
     return pthread_key_create(&exit_key, tc_thread_exit) == 0 ? 0 : -1;
 }
 
@@ -101,6 +108,8 @@ static rp_tcache *tc_create(void)
     tc->room = (ptrdiff_t)cache_cap;
     tc->arena = arena;
     tc->freed_limit = free_batch_limit;
+    tc->hardened = hardened;
+    tc->hq_rng = rp_secret_new((uint64_t)(uintptr_t)tc) | 1;
     tc->slab_len = rp_ms_len();
     tc->slab_lo = rp_ms_space.base;
     tc->slab_meta = rp_ms_space.meta;
@@ -297,6 +306,7 @@ static void flush_run(rp_tcache *tc, unsigned c)
 void rp_tc_flush_all(rp_tcache *tc)
 {
     rp_malloc_free_collected(tc);
+    rp_hq_drain(tc); /* before the bins go: quarantined blocks leave into them */
     for (unsigned c = 0; c < RP_TC_CLASSES; c++)
         set_limit(tc, c, 0);
     for (unsigned c = 0; c < RP_SLAB_CLASSES; c++)
@@ -701,6 +711,8 @@ int rp_tc_check(rp_tcache *tc, char *why, size_t len)
             return rp_why(why, len, "T5: collected free %u, %p, lies in the near region (examined at the call)", k,
                           tc->freed[k]);
     }
+    if (rp_hq_check(tc, why, len) != 0)
+        return 1;
     if (tc->room < 0)
         return rp_why(why, len, "T3: the cache counts %zu bytes, above its cap of %zu", tc->cap - (size_t)tc->room,
                       tc->cap);

@@ -108,6 +108,7 @@
 
 #include "src/bits.h"
 #include "cache_mark.h"
+#include "hardened.h"
 #include "src/heap.h"
 #include "size_class.h"
 #include "src/slab.h"
@@ -168,6 +169,11 @@ typedef struct rp_tcache {
     rp_tc_pbin pbins[RP_TC_PAGE_BINS];
     void *freed[RP_TC_FREED_MAX]; /* T5 */
     rp_tc_run runs[RP_SLAB_CLASSES]; /* T6 */
+    int hardened;            /* the hardened profile (hardened.h): frees go through quarantine */
+    uint32_t hq_n;           /* T7 (hardened.h) */
+    size_t hq_bytes;         /* T7 */
+    uint64_t hq_rng;         /* which quarantined block leaves next */
+    rp_hq_entry quarantine[RP_HQ_SLOTS]; /* T7 */
     uint64_t refills;        /* slow-path counters, relaxed atomic */
     uint64_t flushes;
     struct rp_tcache *next, *prev; /* list of all caches (stats, fork) */

@@ -1,0 +1,194 @@
+/* The hardened profile (src/malloc/hardened.h; RAMPART_OPTIONS=hardened=1 for this test, and
+ * RP_HEAP_HARDENED for a core heap): freed memory reads as zeros and malloc hands out zeros;
+ * a freed block is not handed out again at once, and blocks come back in an unpredictable
+ * order; a write after free is reported when the block leaves the quarantine; a double free
+ * of a quarantined block is reported; an overflow into the next header is reported at the
+ * free; the slab space's chunks end in a guard. Drop-in linked statically, white-box. */
+#define _GNU_SOURCE
+#include <malloc.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "rampart.h"
+#include "rampart_malloc.h"
+#include "report_count.h"
+#include "src/malloc/malloc_slabs.h"
+#include "src/malloc/thread_cache.h"
+#include "testing.h"
+
+static void *(*volatile do_malloc)(size_t) = malloc;
+static void (*volatile do_free)(void *) = free;
+
+static const size_t sizes[] = {8, 100, 1000, 2000, 8000, 40000, 256 << 10};
+#define NSIZES (sizeof sizes / sizeof sizes[0])
+
+static void check_malloc(const char *when)
+{
+    char why[256];
+    CHECKF(rp_malloc_check(why, sizeof why) == 0, "%s: %s", when, why);
+}
+
+static size_t nonzero(const unsigned char *p, size_t n)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        k += p[i] != 0;
+    return k;
+}
+
+/* Freed memory reads as zeros (a stale read leaks nothing); a reused block is zero too. */
+static void test_wiped(void)
+{
+    for (unsigned i = 0; i < NSIZES; i++) {
+        unsigned char *p = do_malloc(sizes[i]);
+        REQUIRE(p);
+        memset(p, 'A', sizes[i]);
+        do_free(p);
+        CHECKF(nonzero(p, sizes[i]) == 0, "%zu-byte block: %zu bytes not wiped by free", sizes[i],
+               nonzero(p, sizes[i]));
+    }
+    /* As the suite's zero_on_malloc: many blocks filled and freed, then one allocated. */
+    static unsigned char *many[4096];
+    for (int i = 0; i < 4096; i++) {
+        many[i] = do_malloc(100);
+        memset(many[i], 'A', 100);
+    }
+    for (int i = 0; i < 4096; i++)
+        do_free(many[i]);
+    unsigned char *q = do_malloc(100);
+    CHECK(nonzero(q, 100) == 0);
+    do_free(q);
+    check_malloc("after the wipes");
+}
+
+/* The block just freed does not come back (nor for a smaller request), and the order blocks
+ * come back in is not the reverse of the frees. */
+static void test_reuse_unpredictable(void)
+{
+    for (unsigned i = 0; i < NSIZES; i++) {
+        void *p = do_malloc(sizes[i]);
+        do_free(p);
+        void *q = do_malloc(sizes[i]), *r = do_malloc(sizes[i] / 2 ? sizes[i] / 2 : 1);
+        CHECKF(q != p && r != p, "%zu-byte block handed out again at once", sizes[i]);
+        do_free(q);
+        do_free(r);
+    }
+    enum { N = 48 };
+    void *a[N], *b[N];
+    for (int i = 0; i < N; i++)
+        a[i] = do_malloc(200);
+    for (int i = 0; i < N; i++)
+        do_free(a[i]);
+    for (int k = 0; k < 200; k++) /* the quarantine turns over */
+        do_free(do_malloc(200));
+    int lifo = 0;
+    for (int i = 0; i < N; i++)
+        b[i] = do_malloc(200);
+    for (int i = 0; i < N; i++)
+        lifo += b[i] == a[N - 1 - i];
+    CHECKF(lifo < N / 2, "%d of %d blocks came back in reverse free order", lifo, N);
+    for (int i = 0; i < N; i++)
+        do_free(b[i]);
+    check_malloc("after the reuse cases");
+}
+
+/* A write after free is reported when the block leaves the quarantine; a second free while it
+ * waits is a double free. */
+static void test_write_after_free(void)
+{
+    for (unsigned i = 0; i < NSIZES; i++) {
+        memset(reports, 0, sizeof reports);
+        unsigned char *p = do_malloc(sizes[i]);
+        do_free(p);
+        do_free(p);
+        CHECKF(reports[RP_ERR_DOUBLE_FREE] == 1, "%zu: a double free in quarantine: %d reports", sizes[i],
+               reports[RP_ERR_DOUBLE_FREE]);
+        p[0] = 'A';
+        for (int k = 0; k < 400; k++)
+            do_free(do_malloc(sizes[i]));
+        rp_malloc_thread_flush(); /* whatever is left leaves now */
+        CHECKF(reports[RP_ERR_USE_AFTER_FREE_WRITE] == 1 && (const unsigned char *)last_address == p,
+               "%zu-byte block written after free: %d reports", sizes[i], reports[RP_ERR_USE_AFTER_FREE_WRITE]);
+    }
+    check_malloc("after the writes after free");
+}
+
+/* One byte written past a span block's end lands in the next header: reported at the free. */
+static void test_overflow_into_next_header(void)
+{
+    memset(reports, 0, sizeof reports);
+    unsigned char *p = do_malloc(2000);
+    size_t usable = malloc_usable_size(p);
+    unsigned char *next = do_malloc(2000); /* keeps the header after p a live block's */
+    p[usable] ^= 0x41;
+    do_free(p);
+    CHECKF(reports[RP_ERR_CORRUPT_BLOCK] == 1, "an overflow into the next header: %d reports",
+           reports[RP_ERR_CORRUPT_BLOCK]);
+    p[usable] ^= 0x41; /* undo, so the heap can be used again */
+    do_free(p);
+    do_free(next);
+    check_malloc("after the overflow");
+}
+
+/* The last slab of the chunk a slab block lies in is inaccessible. */
+static void test_guard_slab(void)
+{
+    char *p = do_malloc(64);
+    if (!rp_ms_contains(p)) {
+        printf("slabs off: guard case skipped\n");
+        do_free(p);
+        return;
+    }
+    uintptr_t chunk = (uintptr_t)p & ~(RP_SLAB_CHUNK_BYTES - 1);
+    volatile char *guard = (volatile char *)(chunk + RP_SLAB_CHUNK_BYTES - RP_SLAB_BYTES);
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        guard[0] = 1;
+        _exit(0);
+    }
+    int status;
+    REQUIRE(waitpid(pid, &status, 0) == pid);
+    /* SIGSEGV, or under a sanitizer its report and a failing exit */
+    CHECKF(!(WIFEXITED(status) && WEXITSTATUS(status) == 0), "a write to a chunk's guard slab did not fault");
+    do_free(p);
+}
+
+/* A core heap with RP_HEAP_HARDENED wipes what it frees too. */
+static void test_core_heap(void)
+{
+    rp_heap_config cfg = {0};
+    cfg.flags = RP_HEAP_HARDENED;
+    rp_heap *h = rp_heap_create(&cfg);
+    REQUIRE(h);
+    size_t core_sizes[] = {100, 5000, 1 << 20};
+    for (unsigned i = 0; i < 3; i++) {
+        unsigned char *p = rp_alloc(h, core_sizes[i], 0);
+        REQUIRE(p);
+        memset(p, 'A', core_sizes[i]);
+        rp_free(p);
+        CHECKF(nonzero(p, core_sizes[i]) == 0, "core heap: %zu-byte block not wiped", core_sizes[i]);
+    }
+    CHECK_HEAP(h);
+    rp_heap_destroy(h);
+}
+
+int main(void)
+{
+    void *old_arg;
+    rp_set_report_fn(count_report, NULL, &old_arg);
+    do_free(do_malloc(1));
+    REQUIRE(rp_tc_self && rp_tc_self->hardened);
+    test_wiped();
+    test_reuse_unpredictable();
+    test_write_after_free();
+    test_overflow_into_next_header();
+    test_guard_slab();
+    test_core_heap();
+    TEST_MAIN_END();
+}
