@@ -72,6 +72,7 @@
 #include "src/pagemap.h"
 #include "src/region.h"
 #include "src/span.h"
+#include "src/malloc/free_batch.h"
 #include "src/malloc/thread_cache.h"
 #include "src/malloc/transfer_cache.h"
 

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "rampart_malloc.h"
+#include "src/malloc/free_batch.h"
 #include "src/malloc/thread_cache.h"
 
 typedef enum { W_IDLE, W_FREE, W_FREE_MANY, W_MALLOC, W_VALLOC, W_REALLOC, W_FLUSH, W_CHECK, W_EXIT } worker_op;

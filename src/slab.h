@@ -236,6 +236,21 @@ static inline rp_slab *rp_slab_block_live(const rp_slab_space *s, const void *p,
     return &s->desc[off >> RP_SLAB_SHIFT];
 }
 
+/* The space's layout, shared by slab.c and its checker (slab_check.c). */
+static inline size_t rp_slab_desc_index(const rp_slab_space *s, const rp_slab *d) { return (size_t)(d - s->desc); }
+/* Slabs of chunk c that hold blocks (the guard slab excluded, S1). */
+size_t rp_slab_chunk_slabs(const rp_slab_space *s, size_t c);
+/* 1 if slab i was ever handed out (S2), under the space's lock. */
+int rp_slab_ever_used(const rp_slab_space *s, size_t i);
+/* The granules below granule g, as a mask of bitmap word w. */
+uint64_t rp_slab_below_granule(uint32_t w, uint32_t g);
+/* The granules of bitmap word w where a block starts, in a slab whose blocks start at granule
+ * c0, k granules apart; recip is the stride's reciprocal (D1). */
+uint64_t rp_slab_start_mask(uint32_t k, uint32_t recip, uint32_t c0, uint32_t w);
+/* The slabs of the chunks handed out so far (every slab ever used lies below); takes the
+ * space's lock. */
+size_t rp_slab_space_top(rp_slab_space *s);
+
 /* What p is, for reports (never on a hot path): "a live block", or why it is not one ("not
  * in a slab in use", "inside a block", "past the last block of its slab", "a free block";
  * *is_free is set for the last one, 0 otherwise). p in the space. */

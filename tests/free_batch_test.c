@@ -21,6 +21,7 @@
 #include "src/pagemap.h"
 #include "src/region.h"
 #include "src/slab.h"
+#include "src/malloc/free_batch.h"
 #include "src/malloc/thread_cache.h"
 #include "testing.h"
 

@@ -17,6 +17,7 @@
 #include "rampart.h"
 #include "rampart_malloc.h"
 #include "src/malloc/malloc_slabs.h"
+#include "src/malloc/free_batch.h"
 #include "src/malloc/thread_cache.h"
 #include "testing.h"
 

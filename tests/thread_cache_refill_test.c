@@ -15,6 +15,7 @@
 #include "rampart.h"
 #include "rampart_malloc.h"
 #include "src/span.h"
+#include "src/malloc/free_batch.h"
 #include "src/malloc/thread_cache.h"
 #include "testing.h"
 

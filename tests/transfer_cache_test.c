@@ -14,6 +14,7 @@
 #include "rampart_malloc.h"
 #include "src/heap.h"
 #include "src/malloc/malloc_slabs.h"
+#include "src/malloc/free_batch.h"
 #include "src/malloc/thread_cache.h"
 #include "src/malloc/transfer_cache.h"
 #include "testing.h"

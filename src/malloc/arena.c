@@ -1,21 +1,14 @@
 #define _GNU_SOURCE
 #include "arena.h"
 
-#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-#include "malloc_fork.h"
 #include "malloc_slabs.h"
-#include "malloc_stats.h"
 #include "src/options.h"
-#include "rampart_malloc.h"
 #include "src/header_mac.h"
-#include "thread_cache.h"
 #include "transfer_cache.h"
 
 static rp_heap *arenas[RP_MAX_ARENAS]; /* A1: atomic, set once */
@@ -30,10 +23,6 @@ static pthread_mutex_t arenas_lock = PTHREAD_MUTEX_INITIALIZER;
 /* One block-check key for every arena (A3), so free() can validate a block header without
  * first loading the block's heap. In the library's data, never in a region or a block. */
 static rp_mac_key arena_key;
-
-static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
-static int ready;                      /* atomic: set-up complete */
-static __thread int in_init __attribute__((tls_model("initial-exec")));
 
 /* CPUs this process may run on; sched_getaffinity needs no allocation. */
 static unsigned usable_cpus(void)
@@ -97,23 +86,12 @@ static rp_heap *arena_create_locked(unsigned i)
     return h;
 }
 
-/* The at-exit report writes to a copy of stderr taken at set-up: programs often close
- * stderr in their own exit handlers (which run before this one). */
-static int stats_fd = -1;
-
-static void stats_at_exit(void) { rp_malloc_stats_print_fd(stats_fd); }
-
-int rp_malloc_ready(void) { return __atomic_load_n(&ready, __ATOMIC_ACQUIRE); }
-
-int rp_malloc_init(void)
+rp_heap *rp_arenas_setup(void)
 {
-    if (rp_malloc_ready())
-        return 1;
-    if (in_init)
-        return 0;
-    in_init = 1;
-    pthread_mutex_lock(&init_lock);
-    if (!__atomic_load_n(&ready, __ATOMIC_RELAXED)) {
+    static int counted; /* narenas, the key and the slab space are set once */
+    pthread_mutex_lock(&arenas_lock);
+    if (!counted) {
+        counted = 1;
         const rp_options *o = rp_options_get();
         unsigned n = o->arenas ? o->arenas : 4 * usable_cpus();
         narenas = n > RP_MAX_ARENAS ? RP_MAX_ARENAS : n;
@@ -121,24 +99,10 @@ int rp_malloc_init(void)
         /* Before the first arena, which gets a pool only if the space exists. Without it
          * (debug flavour, cache_bytes=0, the OS refusing) small blocks are span blocks. */
         (void)rp_ms_setup();
-        pthread_mutex_lock(&arenas_lock);
-        rp_heap *first = arena_create_locked(0);
-        pthread_mutex_unlock(&arenas_lock);
-        /* Without arena 0 nothing is set up; a later call tries again. The steps below may
-         * allocate (pthread_atfork, atexit): in_init sends those allocations to arena 0. */
-        if (first && rp_tc_setup() == 0) {
-            rp_malloc_fork_install();
-            if (o->stats) {
-                stats_fd = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
-                if (stats_fd >= 0)
-                    atexit(stats_at_exit);
-            }
-            __atomic_store_n(&ready, 1, __ATOMIC_RELEASE);
-        }
     }
-    pthread_mutex_unlock(&init_lock);
-    in_init = 0;
-    return rp_malloc_ready();
+    rp_heap *first = arena_create_locked(0);
+    pthread_mutex_unlock(&arenas_lock);
+    return first;
 }
 
 rp_heap *rp_arena_fallback(void)
@@ -168,20 +132,8 @@ unsigned rp_arena_count(void) { return narenas; }
 
 const rp_mac_key *rp_arena_key(void) { return &arena_key; }
 
-void rp_arena_fork_prepare(void)
-{
-    pthread_mutex_lock(&init_lock);
-    pthread_mutex_lock(&arenas_lock);
-}
+void rp_arena_fork_prepare(void) { pthread_mutex_lock(&arenas_lock); }
 
-void rp_arena_fork_parent(void)
-{
-    pthread_mutex_unlock(&arenas_lock);
-    pthread_mutex_unlock(&init_lock);
-}
+void rp_arena_fork_parent(void) { pthread_mutex_unlock(&arenas_lock); }
 
-void rp_arena_fork_child(void)
-{
-    pthread_mutex_init(&arenas_lock, NULL);
-    pthread_mutex_init(&init_lock, NULL);
-}
+void rp_arena_fork_child(void) { pthread_mutex_init(&arenas_lock, NULL); }

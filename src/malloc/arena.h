@@ -1,4 +1,4 @@
-/* The malloc drop-in's heaps ("arenas") and its one-time set-up.
+/* The malloc drop-in's heaps ("arenas"): their registry and creation.
  *
  * malloc never uses the default heap (rp_alloc(NULL, ...)): it creates its own heaps, named
  * "malloc-0", "malloc-1", ..., flagged RP_HEAP_MALLOC_ARENA so that free() knows their blocks
@@ -9,7 +9,8 @@
  * Invariants:
  *   A1  arenas[i] is NULL or a heap with RP_HEAP_MALLOC_ARENA, published (release) after the
  *       flag was set; arenas[i] is never changed once set; i < narenas;
- *   A2  arena 0 exists once rp_malloc_init() has returned 1;
+ *   A2  arena 0 exists once rp_arenas_setup() has returned it (which rp_malloc_init, in
+ *       malloc_init.h, does before it returns 1);
  *   A3  every arena's key (the key of its block check words) is *rp_arena_key(). */
 #ifndef RP_ARENA_H
 #define RP_ARENA_H
@@ -24,14 +25,10 @@
 #define RP_THREAD_ARENA_FIRST_REGION ((size_t)1 << 20)
 _Static_assert(RP_THREAD_ARENA_FIRST_REGION < RP_HUGE_PAGE_BYTES, "a thread arena's first region is not advised");
 
-/* Set-up, done once: reads the options, creates arena 0, sets up the thread caches
- * (rp_tc_setup), installs the fork handlers and (option stats) the at-exit report. Returns 1 when the drop-in is ready.
- * Returns 0 without waiting when the calling thread is already inside it (an allocation made
- * by pthread_atfork or atexit during set-up), so such allocations take the direct path. */
-int rp_malloc_init(void);
-
-/* 1 once rp_malloc_init has completed (acquire). */
-int rp_malloc_ready(void);
+/* The arenas' one-time part of the drop-in's set-up (malloc_init.h): reads the options (how
+ * many arenas), makes the arenas' block-check key (A3) and the slab space, and creates arena 0
+ * (A2). Returns arena 0, or NULL (out of memory: a later call tries again). */
+rp_heap *rp_arenas_setup(void);
 
 /* The heap for allocations made without a thread cache (during set-up, after a thread's
  * cache was torn down): arena 0, or the default heap before arena 0 exists. */
@@ -50,7 +47,7 @@ const rp_mac_key *rp_arena_key(void);
 /* Number of arenas threads are spread over (the `arenas` option or its default). */
 unsigned rp_arena_count(void);
 
-/* The arena module's locks (set-up, arena creation) across fork (see malloc_fork.c). */
+/* The arena registry's lock across fork (see malloc_fork.c). */
 void rp_arena_fork_prepare(void);
 void rp_arena_fork_parent(void);
 void rp_arena_fork_child(void);

@@ -25,7 +25,9 @@
 
 #include "arena.h"
 #include "cache_mark.h"
+#include "free_batch.h"
 #include "malloc_slabs.h"
+#include "malloc_stats.h"
 #include "rampart_malloc.h"
 #include "size_class.h"
 #include "src/header_snapshot.h"
@@ -55,7 +57,6 @@ static int rp_malloc_ignores_foreign(void) { return rp_options_get()->ignore_for
 /* Largest request a thread cache serves. */
 #define TC_MAX_REQUEST (RP_TC_MAX_BLOCK - RP_USER_OFFSET - RP_HOOK_SUFFIX)
 
-uint64_t rp_malloc_foreign_frees; /* atomic; read by malloc_stats.c */
 
 /* ---- allocation ------------------------------------------------------------------------ */
 
@@ -310,7 +311,7 @@ static RP_NOINLINE void free_foreign(void *p)
 {
     int freed_before = rp_mapped_block_freed_recently(p);
     if (!freed_before) {
-        __atomic_fetch_add(&rp_malloc_foreign_frees, 1, __ATOMIC_RELAXED);
+        rp_malloc_count_foreign_free();
         if (RP_MALLOC_COEXISTS || rp_malloc_ignores_foreign())
             return;
     }

@@ -4,6 +4,7 @@
 
 #include "arena.h"
 #include "src/heap.h"
+#include "malloc_init.h"
 #include "malloc_slabs.h"
 #include "thread_cache.h"
 #include "transfer_cache.h"
@@ -11,6 +12,7 @@
 
 static void fork_prepare(void)
 {
+    rp_malloc_init_fork_prepare();
     rp_arena_fork_prepare();
     rp_tc_fork_prepare();
     rp_xfer_fork_prepare();
@@ -27,6 +29,7 @@ static void fork_parent(void)
     rp_xfer_fork_parent();
     rp_tc_fork_parent();
     rp_arena_fork_parent();
+    rp_malloc_init_fork_parent();
 }
 
 static void fork_child(void)
@@ -37,6 +40,7 @@ static void fork_child(void)
     rp_xfer_fork_child();
     rp_tc_fork_child();
     rp_arena_fork_child();
+    rp_malloc_init_fork_child();
 }
 
 void rp_malloc_fork_install(void)

@@ -10,6 +10,7 @@
 
 #include "arena.h"
 #include "src/heap.h"
+#include "free_batch.h"
 #include "malloc_slabs.h"
 #include "malloc_stats.h"
 #include "src/options.h"
@@ -18,7 +19,9 @@
 #include "transfer_cache.h"
 #include "zero_size.h"
 
-extern uint64_t rp_malloc_foreign_frees; /* malloc.c */
+static uint64_t foreign_frees; /* atomic */
+
+void rp_malloc_count_foreign_free(void) { __atomic_fetch_add(&foreign_frees, 1, __ATOMIC_RELAXED); }
 
 /* What the report shows of one heap; copied out under the heap list lock, printed after it
  * is released (the writer may allocate). */
@@ -197,7 +200,7 @@ int rp_malloc_stats(rp_malloc_stats_t *o)
     }
     rp_tc_totals(&o->thread_caches, &o->cached_bytes, &o->refills, &o->flushes);
     o->cache_bytes_limit = rp_tc_cap();
-    o->foreign_frees = __atomic_load_n(&rp_malloc_foreign_frees, __ATOMIC_RELAXED);
+    o->foreign_frees = __atomic_load_n(&foreign_frees, __ATOMIC_RELAXED);
     rp_xfer_totals(&o->transfer_bytes, &o->transfer_puts, &o->transfer_takes);
     rp_ms_totals_t t;
     rp_ms_totals(&t);

@@ -6,4 +6,7 @@
  * a copy of stderr taken at set-up, since programs often close stderr before exiting). */
 void rp_malloc_stats_print_fd(int fd);
 
+/* Counts a free() of a pointer rampart never handed out (reported or ignored; error path). */
+void rp_malloc_count_foreign_free(void);
+
 #endif

@@ -208,6 +208,9 @@ static inline uint8_t *rp_tc_mark_of(const rp_tcache *tc, const void *p)
     return r ? rp_cache_mark_in(r, p) : NULL;
 }
 
+/* The bytes of a block of page bin i (i + 1 pages; T3 counts them). */
+static inline size_t rp_tc_page_bin_bytes(unsigned i) { return (size_t)(i + 1) << RP_PAGE_SHIFT; }
+
 /* Can class c's run (T6) serve a request aligned to align: c a slab class, blocks left, the
  * next one aligned (every block of a run is as aligned as its first)? */
 static inline int rp_tc_run_ready(const rp_tcache *tc, unsigned c, size_t align)
@@ -345,10 +348,6 @@ static inline int rp_tc_page_cached(const rp_page *d)
 {
     return (__atomic_load_n(&d->flags, __ATOMIC_RELAXED) & RP_PAGEF_CACHED) != 0;
 }
-
-/* Examines the frees tc has collected (T5), in call order, and empties its free batch; the
- * code that does it is free()'s (malloc.c). Keeps errno. */
-void rp_malloc_free_collected(rp_tcache *tc);
 
 /* Examines the collected frees (rp_malloc_free_collected), then returns every cached block
  * to its heap. */
