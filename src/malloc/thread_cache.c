@@ -3,8 +3,6 @@
 
 #include <errno.h>
 #include <pthread.h>
-#include <stdarg.h>
-#include <stdio.h>
 #include <string.h>
 
 #include "arena.h"
