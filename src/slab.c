@@ -1,5 +1,6 @@
 #include "slab.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "bits.h"
@@ -74,15 +75,27 @@ int rp_slab_ever_used(const rp_slab_space *s, size_t i)
     return c < s->next_chunk && i - c * RP_SLAB_CHUNK_SLABS < s->chunk_used[c];
 }
 
-/* A slab for pool: the next one of its chunk (its memory untouched), else of a new chunk,
- * else the last one given back. */
+/* A slab for pool: the last one given back whose pages are still resident (nothing to fault
+ * in, and no fresh memory while freed memory lies idle), else the next one of its chunk (its
+ * memory untouched), else of a new chunk, else the last one given back decommitted. */
 static rp_slab *space_take(rp_slab_space *s, rp_slab_pool *pool)
 {
     rp_lock_acquire(&s->lock);
     rp_slab *d = NULL;
     size_t c = pool->chunk - 1; /* SIZE_MAX with no chunk */
     size_t advise = SIZE_MAX;   /* a chunk to advise huge pages for, once the lock is released */
-    if (pool->chunk == 0 || s->chunk_used[c] == rp_slab_chunk_slabs(s, c)) {
+    if (s->dirty) {
+        d = s->dirty;
+        s->dirty = d->next;
+        if (s->dirty)
+            s->dirty->prev = NULL;
+        else
+            s->dirty_tail = NULL;
+        d->dirty = 0;
+        s->dirty_n--;
+        s->released_n--;
+        c = SIZE_MAX;
+    } else if (pool->chunk == 0 || s->chunk_used[c] == rp_slab_chunk_slabs(s, c)) {
         c = SIZE_MAX;
         if (s->next_chunk < s->nchunks) {
             c = s->next_chunk++;
@@ -101,9 +114,9 @@ static rp_slab *space_take(rp_slab_space *s, rp_slab_pool *pool)
                                               RP_SLAB_BYTES);
         }
     }
-    if (c != SIZE_MAX) {
+    if (!d && c != SIZE_MAX) {
         d = &s->desc[c * RP_SLAB_CHUNK_SLABS + s->chunk_used[c]++];
-    } else if (s->released) {
+    } else if (!d && s->released) {
         d = s->released;
         s->released = d->next;
         s->released_n--;
@@ -125,26 +138,89 @@ int rp_slab_pool_exhausted(rp_slab_pool *pool)
     rp_slab_space *s = pool->space;
     rp_lock_acquire(&s->lock);
     int full = (pool->chunk == 0 || s->chunk_used[pool->chunk - 1] == rp_slab_chunk_slabs(s, pool->chunk - 1)) &&
-               s->next_chunk == s->nchunks && !s->released && !pool->empty;
+               s->next_chunk == s->nchunks && !s->released && !s->dirty && !pool->empty;
     rp_lock_release(&s->lock);
     return full;
 }
 
-/* Gives an empty slab (stride 0, no bit set) back: its memory to the OS, then the slab to
- * the released stack. */
+/* Gives an empty slab (stride 0, no bit set) back to the space, its pages resident (the dirty
+ * list, S2); beyond dirty_max such slabs, the oldest half goes back to the OS. Calling the OS
+ * for each slab that empties (64 KiB at a time) cost a program that fills and empties slabs
+ * in turn a system call and 16 page faults per slab. */
 static void space_give(rp_slab_space *s, rp_slab *d)
 {
-    int refused = rp_os_decommit((void *)slab_addr(s, d), RP_SLAB_BYTES) != 0;
     rp_lock_acquire(&s->lock);
     __atomic_store_n(&d->pool, NULL, __ATOMIC_RELAXED);
+    d->dirty = 1;
     d->prev = NULL;
-    d->next = s->released;
-    s->released = d;
+    d->next = s->dirty;
+    if (s->dirty)
+        s->dirty->prev = d;
+    else
+        s->dirty_tail = d;
+    s->dirty = d;
+    s->dirty_n++;
     s->released_n++;
     s->slabs_held--;
     s->releases++;
-    s->decommit_failures += (uint64_t)refused;
+    int over = s->dirty_n > s->dirty_max;
     rp_lock_release(&s->lock);
+    if (over)
+        rp_slab_space_purge(s, s->dirty_max / 2);
+}
+
+static int by_address(const void *a, const void *b)
+{
+    uintptr_t x = (uintptr_t)*(rp_slab *const *)a, y = (uintptr_t)*(rp_slab *const *)b;
+    return x < y ? -1 : x > y;
+}
+
+size_t rp_slab_space_purge(rp_slab_space *s, size_t keep)
+{
+    size_t done = 0;
+    for (;;) {
+        rp_slab *batch[64];
+        size_t k = 0;
+        /* Off the dirty list first (no one can take them while their pages go), oldest
+         * first; back on the released stack once decommitted. */
+        rp_lock_acquire(&s->lock);
+        while (s->dirty_n > keep && k < sizeof batch / sizeof batch[0]) {
+            rp_slab *d = s->dirty_tail;
+            s->dirty_tail = d->prev;
+            if (s->dirty_tail)
+                s->dirty_tail->next = NULL;
+            else
+                s->dirty = NULL;
+            d->prev = d->next = NULL;
+            d->dirty = 0;
+            s->dirty_n--;
+            s->released_n--;
+            batch[k++] = d;
+        }
+        rp_lock_release(&s->lock);
+        if (k == 0)
+            return done;
+        qsort(batch, k, sizeof batch[0], by_address);
+        uint64_t calls = 0, refused = 0;
+        for (size_t i = 0; i < k;) {
+            size_t j = i + 1;
+            while (j < k && batch[j] == batch[j - 1] + 1) /* neighbours in the space */
+                j++;
+            refused += rp_os_decommit((void *)slab_addr(s, batch[i]), (j - i) << RP_SLAB_SHIFT) != 0;
+            calls++;
+            i = j;
+        }
+        rp_lock_acquire(&s->lock);
+        for (size_t i = 0; i < k; i++) {
+            batch[i]->next = s->released;
+            s->released = batch[i];
+        }
+        s->released_n += k;
+        s->purges += calls;
+        s->decommit_failures += refused;
+        rp_lock_release(&s->lock);
+        done += k;
+    }
 }
 
 const char *rp_slab_describe(const rp_slab_space *s, const void *p, int *is_free)

@@ -42,8 +42,11 @@
  *   S2  a slab is used when its chunk is below next_chunk and its place in the chunk below
  *       chunk_used of it; one never used has its descriptor, metadata word and bitmap all
  *       zero (the checker reads the next one each chunk would hand out, not all of them);
- *       one used belongs to a pool (pool set) or is on the space's released stack (pool
- *       NULL, stride 0, metadata word 0, no bit set), and released_n counts that stack;
+ *       one used belongs to a pool (pool set) or has been given back (pool NULL, stride 0,
+ *       metadata word 0, no bit set): on the dirty list (dirty set: its pages resident, reused
+ *       first, so a program whose slabs empty and fill again faults nothing in) or on the
+ *       released stack (dirty clear: its pages decommitted); released_n counts both and dirty_n
+ *       the dirty list;
  *   S3  slabs_held is the number of descriptors whose pool is set;
  *   D1  a slab i of a pool holding a class: stride = 16 * (cls + 1), colour =
  *       rp_slab_colour(i, stride), its blocks at colour + j * stride for j < nblocks =
@@ -125,6 +128,7 @@ typedef struct rp_slab {
     uint8_t scan;     /* D2: the first bitmap word that may have a clear bit below fresh */
     uint8_t cls;
     uint8_t on_avail; /* D3 */
+    uint8_t dirty;    /* S2: released with its pages still resident (on the dirty list) */
 } rp_slab;
 
 typedef struct rp_slab_space {
@@ -145,8 +149,14 @@ typedef struct rp_slab_space {
     size_t arrays_bytes;
     rp_lock lock;         /* guards what follows, and chunk_used */
     size_t next_chunk;    /* S1: chunks [next_chunk, nchunks) were never handed to a pool */
-    rp_slab *released;    /* S2: slabs given back, a stack through next */
-    size_t released_n;    /* S2 */
+    rp_slab *released;    /* S2: slabs given back, their pages decommitted: a stack through next */
+    rp_slab *dirty, *dirty_tail; /* S2: slabs given back with their pages resident, the last
+                                    given first, doubly linked (prev, next) */
+    size_t released_n;    /* S2: slabs on both */
+    size_t dirty_n;       /* S2: slabs on the dirty list, at most dirty_max after a give */
+    size_t dirty_max;     /* set before first use: resident bytes of released slabs kept,
+                             in slabs (the rest is decommitted, oldest first) */
+    uint64_t purges;      /* decommit calls made for released slabs (statistics) */
     size_t slabs_held;    /* S3 */
     uint64_t releases;    /* slabs given back, cumulative (statistics) */
     uint64_t decommit_failures; /* releases whose MADV_DONTNEED the OS refused (kept resident) */
@@ -258,6 +268,11 @@ const char *rp_slab_describe(const rp_slab_space *s, const void *p, int *is_free
 
 /* Sets up an empty pool drawing slabs from s, keeping up to keep_empty wholly free slabs. */
 void rp_slab_pool_init(rp_slab_pool *pool, rp_slab_space *s, size_t keep_empty);
+
+/* Decommits the pages of released slabs kept resident (the dirty list), oldest first, until
+ * at most keep remain; merges neighbouring slabs into one call. Returns how many it
+ * decommitted. */
+size_t rp_slab_space_purge(rp_slab_space *s, size_t keep);
 
 /* Takes up to n free blocks of class cls that were handed out before (below their slab's
  * fresh mark), marking them allocated; stores them in out and returns how many (0: none).

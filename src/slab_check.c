@@ -59,22 +59,33 @@ int rp_slab_space_check(rp_slab_space *s, char *why, size_t len)
         }
         used += s->chunk_used[c];
     }
-    /* S2: the released stack (bounded, so a cycle cannot hang the check) */
-    size_t on_stack = 0;
-    for (rp_slab *d = s->released; d; d = d->next) {
-        if (++on_stack > used || d < s->desc || d >= s->desc + s->nslabs || !rp_slab_ever_used(s, rp_slab_desc_index(s, d))) {
-            rc = fail(why, len, "S2: the released stack holds a slab never used or a cycle");
-            goto out;
-        }
-        size_t i = rp_slab_desc_index(s, d);
-        if (d->pool || d->stride || __atomic_load_n(&s->meta[i], __ATOMIC_RELAXED) ||
-            !all_zero(rp_slab_bits(s, d), RP_SLAB_WORDS * 8)) {
-            rc = fail(why, len, "S2: released slab %zu belongs to a pool, holds a class or has allocated bits", i);
-            goto out;
+    /* S2: the released stack and the dirty list (bounded, so a cycle cannot hang the check) */
+    size_t on_stack = 0, dirty = 0;
+    for (int list = 0; list < 2; list++) {
+        const rp_slab *prev = NULL;
+        for (rp_slab *d = list ? s->dirty : s->released; d; prev = d, d = d->next) {
+            if (++on_stack > used || d < s->desc || d >= s->desc + s->nslabs ||
+                !rp_slab_ever_used(s, rp_slab_desc_index(s, d))) {
+                rc = fail(why, len, "S2: the released slabs include one never used, or a cycle");
+                goto out;
+            }
+            size_t i = rp_slab_desc_index(s, d);
+            if (d->pool || d->stride || __atomic_load_n(&s->meta[i], __ATOMIC_RELAXED) ||
+                !all_zero(rp_slab_bits(s, d), RP_SLAB_WORDS * 8)) {
+                rc = fail(why, len, "S2: released slab %zu belongs to a pool, holds a class or has allocated bits", i);
+                goto out;
+            }
+            if (d->dirty != list || (list && d->prev != prev) || (list && !d->next && s->dirty_tail != d)) {
+                rc = fail(why, len, "S2: released slab %zu is on the %s list with dirty %u (links broken?)", i,
+                          list ? "dirty" : "decommitted", d->dirty);
+                goto out;
+            }
+            dirty += list;
         }
     }
-    if (on_stack != s->released_n) {
-        rc = fail(why, len, "S2: %zu slabs on the released stack, %zu counted", on_stack, s->released_n);
+    if (on_stack != s->released_n || dirty != s->dirty_n || (!s->dirty) != (!s->dirty_tail)) {
+        rc = fail(why, len, "S2: %zu slabs released (%zu resident), %zu and %zu counted", on_stack, dirty,
+                  s->released_n, s->dirty_n);
         goto out;
     }
     /* Every slab used is held or released. Of the ones never used, the next each chunk would

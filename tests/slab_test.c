@@ -207,6 +207,61 @@ static void test_fresh_untouched(void)
     rp_slab_space_fini(&s);
 }
 
+/* Pages of a slab that are resident (mincore). */
+static int resident_pages(const void *slab)
+{
+    unsigned char vec[RP_SLAB_BYTES / 4096];
+    REQUIRE(mincore((void *)slab, RP_SLAB_BYTES, vec) == 0);
+    int n = 0;
+    for (size_t i = 0; i < sizeof vec; i++)
+        n += vec[i] & 1;
+    return n;
+}
+
+/* Emptied slabs keep their pages up to dirty_max (the dirty list); beyond it the oldest half
+ * goes back to the OS; a slab taken next is a resident one; a purge to 0 decommits the rest. */
+static void test_dirty_retention(void)
+{
+    rp_slab_space s;
+    REQUIRE(rp_slab_space_init(&s, SPACE_SLABS * RP_SLAB_BYTES) == 0);
+    s.dirty_max = 2;
+    rp_slab_pool pool;
+    rp_slab_pool_init(&pool, &s, 0);
+    void **all = malloc(RP_SLAB_MAX_BLOCKS * sizeof *all);
+    REQUIRE(all);
+    void *slabs[4], *firsts[4];
+    size_t counts[4];
+    for (int k = 0; k < 4; k++) { /* four slabs filled first: each a fresh one */
+        counts[k] = rp_slab_take_fresh(&pool, 62, RP_SLAB_MAX_BLOCKS, &firsts[k]);
+        REQUIRE(counts[k] >= 60);
+        memset(firsts[k], 0xab, counts[k] * 1008);
+        slabs[k] = (void *)((uintptr_t)firsts[k] & ~(RP_SLAB_BYTES - 1));
+    }
+    for (int k = 0; k < 4; k++) {
+        for (size_t i = 0; i < counts[k]; i++)
+            all[i] = (char *)firsts[k] + 1008 * i;
+        rp_slab_give_back(&pool, all, counts[k]);
+        CHECKF(s.dirty_n <= s.dirty_max, "after %d slabs emptied, %zu kept resident (at most %zu)", k + 1, s.dirty_n,
+               s.dirty_max);
+        check_all(&s, &pool, "a slab emptied");
+    }
+    /* Kept: the last ones given back; decommitted: the first ones. */
+    CHECKF(resident_pages(slabs[3]) == 16 && resident_pages(slabs[0]) == 0, "resident pages %d (newest) and %d (oldest)",
+           resident_pages(slabs[3]), resident_pages(slabs[0]));
+    CHECK(s.released_n == 4 && s.purges >= 1);
+    /* The next slab taken is the newest resident one. */
+    void *again;
+    REQUIRE(rp_slab_take_fresh(&pool, 62, 1, &again) == 1);
+    CHECK(((uintptr_t)again & ~(RP_SLAB_BYTES - 1)) == (uintptr_t)slabs[3]);
+    all[0] = again;
+    rp_slab_give_back(&pool, all, 1);
+    CHECK(rp_slab_space_purge(&s, 0) >= 1 && s.dirty_n == 0 && resident_pages(slabs[2]) == 0); /* [3] is current again */
+    check_all(&s, &pool, "purged");
+    free(all);
+    rp_slab_pool_reset(&pool);
+    rp_slab_space_fini(&s);
+}
+
 /* A full space: take_fresh returns 0, and blocks given back are what is left. */
 static void test_exhaustion(void)
 {
@@ -452,6 +507,7 @@ int main(void)
     test_reciprocals();
     test_fresh_and_recycled();
     test_fresh_untouched();
+    test_dirty_retention();
     test_exhaustion();
     test_huge_page_advice();
     test_checker_names_damage();

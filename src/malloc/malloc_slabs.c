@@ -26,6 +26,9 @@ int rp_ms_setup(void)
      * 2 MiB at its first small block), its later chunks are advised (slab.c, space_take). */
     s.advise_huge_pages = rp_options_get()->huge_pages;
     s.guard_chunks = rp_options_get()->hardened; /* the hardened profile (hardened.h) */
+    /* Emptied slabs keep their pages up to retain_bytes (the heaps' own limit, per heap
+     * there, for all pools here), as the page tier keeps free pages. */
+    s.dirty_max = rp_options_get()->retain_bytes >> RP_SLAB_SHIFT;
     /* free() reads the space without a lock: every other field first, the length last. */
     size_t len = s.len;
     s.len = 0;
@@ -112,6 +115,8 @@ size_t rp_ms_trim(void)
 {
     size_t n = 0;
     for_each_pool(trim_pool, &n);
+    if (rp_ms_on())
+        n += rp_slab_space_purge(&rp_ms_space, 0); /* the slabs kept resident too */
     return n;
 }
 
