@@ -369,8 +369,8 @@ mutants() {
             caught=$((caught + 1))
             local why how=fuzzing
             # Caught before libFuzzer finished replaying the corpus (no INITED line): the
-            # corpus held the input; otherwise fuzzing made it.
-            if ! cat "$tree/run/logs-$target"/*.log 2>/dev/null | grep -q INITED; then
+            # corpus held the input; otherwise fuzzing made it (always, from an empty corpus).
+            if [ "$seeds" -eq 1 ] && ! cat "$tree/run/logs-$target"/*.log 2>/dev/null | grep -q INITED; then
                 how=replay
                 by_replay=$((by_replay + 1))
             fi
