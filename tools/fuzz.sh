@@ -381,7 +381,7 @@ mutants() {
             report=$(sed -n '/^-- report:/,$p' "$work/$name.run" | sed 1d | grep -v -E '^[[:space:]]')
             why=$(grep -m1 -E "^${target%_debug}[ :(]" <<<"$report" ||
                 grep -v 'RAMPART_OPTIONS' <<<"$report" | grep -m1 -E '^rampart: ' ||
-                grep -m1 -E '^(SUMMARY|==[0-9]+==ERROR)' <<<"$report" || head -1 <<<"$report")
+                grep -m1 -E '^(SUMMARY|==[0-9]+==ERROR|WARNING: ThreadSanitizer)' <<<"$report" || head -1 <<<"$report")
             why=$(sed -E 's/0x[0-9a-f]+/0x.../g' <<<"$why" | cut -c1-110)
             lines+=("$(printf '%-32s %-16s caught in %5s s (%-7s): %s' "$name" "$target" "$secs_taken" "$how" "$why")")
         else
