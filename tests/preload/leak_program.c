@@ -18,7 +18,8 @@
 static volatile int times_a = 3, times_b = 2;
 
 void *kept_by_global;
-static __thread void *kept_in_tls;
+/* Not static: a store to a static TLS variable never read is dropped under -O2. */
+__thread void *kept_in_tls;
 static pthread_key_t key;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
