@@ -168,7 +168,8 @@ def render(doc):
 def replace_section(text, section):
     b, e = text.find(BEGIN), text.find(END)
     if b >= 0 and e > b:
-        return text[:b] + section + text[e + len(END):].lstrip("\n")
+        rest = text[e + len(END):].lstrip("\n")
+        return text[:b] + section + ("\n" + rest if rest else "")
     if b >= 0 or e >= 0:
         raise ValueError("only one of the rpbench-table markers is in the document")
     return text.rstrip("\n") + "\n\n" + section
