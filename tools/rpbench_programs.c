@@ -6,10 +6,9 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
+
+#include "rpbench_exec.h"
 
 /* ---- the workloads ------------------------------------------------------------------------ */
 
@@ -114,8 +113,6 @@ int rpb_program_find(int p, char *path, size_t len)
     return -1;
 }
 
-static double seconds(const struct timeval *t) { return (double)t->tv_sec + (double)t->tv_usec / 1e6; }
-
 /* FNV-1a of a file's contents; 0 if it cannot be read. */
 static uint64_t hash_file(const char *path)
 {
@@ -158,77 +155,45 @@ static int trouble_in(const char *path, char *out, size_t len)
     return found;
 }
 
-static void exec_child(const rpb_program *w, const char *exe, const char *dir, const char *preload,
-                       const char *options)
-{
-    char path[PATH_MAX], db[PATH_MAX];
-    snprintf(path, sizeof path, "%s/%s", dir, w->script);
-    snprintf(db, sizeof db, "%s/%s.db", dir, w->name);
-    int in = open(w->script_on_stdin ? path : "/dev/null", O_RDONLY);
-    char out[PATH_MAX], err[PATH_MAX];
-    snprintf(out, sizeof out, "%s/%s.out", dir, w->name);
-    snprintf(err, sizeof err, "%s/%s.err", dir, w->name);
-    int o = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644), e = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (in < 0 || o < 0 || e < 0)
-        _exit(126);
-    dup2(in, STDIN_FILENO);
-    dup2(o, STDOUT_FILENO);
-    dup2(e, STDERR_FILENO);
-    if (preload && preload[0])
-        setenv("LD_PRELOAD", preload, 1);
-    else
-        unsetenv("LD_PRELOAD");
-    if (options)
-        setenv("RAMPART_OPTIONS", options, 1);
-    else
-        unsetenv("RAMPART_OPTIONS");
-    setenv("ASAN_OPTIONS", "detect_leaks=0", 1);
-    for (int i = 0; w->env[i]; i++)
-        putenv((char *)w->env[i]);
-    if (w->script_on_stdin)
-        execl(exe, exe, db, (char *)NULL);
-    else
-        execl(exe, exe, path, (char *)NULL);
-    _exit(127);
-}
-
 int rpb_program_run(int p, const char *exe, const char *dir, const char *preload, const char *options,
                     rpb_run *out)
 {
     const rpb_program *w = &rpb_programs[p];
     memset(out, 0, sizeof *out);
-    char db[PATH_MAX], err[PATH_MAX], result[PATH_MAX];
+    char db[PATH_MAX], err[PATH_MAX], result[PATH_MAX], script[PATH_MAX];
     snprintf(db, sizeof db, "%s/%s.db", dir, w->name);
     snprintf(err, sizeof err, "%s/%s.err", dir, w->name);
     snprintf(result, sizeof result, "%s/%s.out", dir, w->name);
+    snprintf(script, sizeof script, "%s/%s", dir, w->script);
     unlink(db); /* every run builds its database from nothing */
-    fflush(NULL);
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    pid_t pid = fork();
-    if (pid < 0) {
-        snprintf(out->error, sizeof out->error, "fork: %s", strerror(errno));
+    const char *env[8];
+    int n = 0;
+    env[n++] = "ASAN_OPTIONS=detect_leaks=0";
+    for (int i = 0; w->env[i] && n < 7; i++)
+        env[n++] = w->env[i];
+    env[n] = NULL;
+    const char *argv[] = {exe, w->script_on_stdin ? db : script, NULL};
+    rpb_command cmd = {.argv = argv,
+                       .stdin_path = w->script_on_stdin ? script : NULL,
+                       .stdout_path = result,
+                       .stderr_path = err,
+                       .preload = preload,
+                       .options = options,
+                       .env = env};
+    rpb_exec_result r;
+    if (rpb_exec(&cmd, &r) != 0) {
+        snprintf(out->error, sizeof out->error, "cannot run %s: %s", exe, strerror(errno));
         return -1;
     }
-    if (pid == 0)
-        exec_child(w, exe, dir, preload, options);
-    int status;
-    struct rusage ru;
-    while (wait4(pid, &status, 0, &ru) < 0 && errno == EINTR) {
-    }
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    out->wall_s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
-    out->cpu_s = seconds(&ru.ru_utime) + seconds(&ru.ru_stime);
-    out->peak_rss_mib = (double)ru.ru_maxrss / 1024.0; /* Linux reports KiB */
+    out->wall_s = r.wall_s;
+    out->cpu_s = r.user_s + r.sys_s;
+    out->peak_rss_mib = r.peak_rss_mib;
     out->output_hash = hash_file(result);
-    char trouble[200] = "";
+    char trouble[200] = "", why[96];
     int troubled = trouble_in(err, trouble, sizeof trouble);
-    if (WIFSIGNALED(status))
-        snprintf(out->error, sizeof out->error, "%s killed by signal %d%s%s", w->exe, WTERMSIG(status),
-                 troubled ? ": " : "", trouble);
-    else if (WEXITSTATUS(status) != 0)
-        snprintf(out->error, sizeof out->error, "%s exited with status %d%s%s", w->exe, WEXITSTATUS(status),
-                 troubled ? ": " : "", trouble);
+    rpb_exec_describe(&r, 0, why, sizeof why);
+    if (why[0])
+        snprintf(out->error, sizeof out->error, "%s %s%s%s", w->exe, why, troubled ? ": " : "", trouble);
     else if (troubled)
         snprintf(out->error, sizeof out->error, "%s", trouble);
     return out->error[0] ? -1 : 0;
