@@ -149,7 +149,7 @@ def render(doc):
     mbench(doc, t)
     security(doc, t)
     reps = doc.get("reps", {})
-    reps_text = ", ".join("%s %d" % (s, reps.get(s, 0)) for s in doc.get("scenarios", []))
+    reps_text = ", ".join("%s %d" % (s, reps.get(s, 0)) for s in doc.get("scenarios", []) if s != "security")
     lines = [
         BEGIN,
         "## Latest full run: %s" % doc.get("date", "?"),
