@@ -43,17 +43,11 @@ static int scan_block(rp_heap *h, rp_region *r, const rp_block_info *info, void 
     heap_scan *s = arg;
     if (info->state == RP_BLOCK_QUARANTINED)
         s->quarantined++;
-    const rp_debug_config *cfg = rp_debug_config_get();
-    if (info->state == RP_BLOCK_FREE && info->tier == RP_TIER_SPAN && cfg->poison && !s->bad) {
-        /* F1: the payload after the header and the free-list links. */
-        char *payload = (char *)info->addr + RP_MIN_BLOCK;
-        size_t n = info->size - RP_MIN_BLOCK;
-        /* Free memory stays addressable under Valgrind, and the search reads past ASan. */
-        const unsigned char *bad = rp_poison_find_mismatch(payload, n, cfg->free_fill);
+    if (!s->bad) {
+        unsigned found = 0;
+        const unsigned char *bad = rp_poison_check_free_block(info, &found);
         if (bad) {
-            rp_san_open(bad, 1);
-            s->found = *bad;
-            rp_san_close_free(bad, 1);
+            s->found = found;
             s->bad = bad;
             s->free_block = info->addr;
         }

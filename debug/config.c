@@ -34,6 +34,7 @@ static void config_init(void)
     c->check_interval = o->check_interval;
     c->abort_on_error = o->abort_on_error;
     c->leak_report = o->leak_report;
+    c->check_at_exit = o->check_at_exit;
     c->leak_exit_code = (int)o->leak_exit_code;
     c->guard = o->guard;
     c->guard_left = o->guard_left;

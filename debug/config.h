@@ -16,6 +16,7 @@ typedef struct rp_debug_config {
     unsigned long check_interval;  /* rp_heap_check every N operations per heap, 0 = off */
     int abort_on_error;            /* default handler: abort after a report (else continue) */
     int leak_report;               /* leak report for every heap at exit */
+    int check_at_exit;             /* verify every block at exit (exit_check.c) */
     int leak_exit_code;            /* exit status when the exit-time report finds leaks, 0 = keep */
     unsigned long guard;           /* 0 off, 1 every block, N: 1 in N blocks guarded */
     int guard_left;                /* guarded blocks start at a page boundary */

@@ -1,8 +1,7 @@
 /* Leak reports in the format of LeakSanitizer, from a reachability scan (leak_scan.h): the
  * blocks no root reaches, grouped by kind (direct, indirect) and allocation stack, direct
  * leaks first, each kind largest total first, less the suppressed ones (suppressions.h).
- * rp_leak_report in rampart_debug.h; option leak_report for a report at exit, leak_exit_code
- * for its exit status. */
+ * rp_leak_report in rampart_debug.h; the exit-time report is exit_check.c's. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdio.h>
@@ -12,6 +11,7 @@
 #include "block_meta.h"
 #include "config.h"
 #include "debug_heap.h"
+#include "leak_report.h"
 #include "leak_scan.h"
 #include "rampart_debug.h"
 #include "report_sink.h"
@@ -141,8 +141,7 @@ static void warn_scan(const rp_leak_scan *s, int fd)
     rp_sink_flush(&b);
 }
 
-/* The scan and the report, from an entry point whose frame starts at caller_sp. */
-static __attribute__((noinline)) size_t check(rp_heap *only, int fd, uintptr_t caller_sp)
+__attribute__((noinline)) size_t rp_leak_check_from(rp_heap *only, int fd, uintptr_t caller_sp)
 {
     rp_leak_scan s;
     rp_leak_scan_run(&s, caller_sp, NULL, 0);
@@ -153,33 +152,12 @@ static __attribute__((noinline)) size_t check(rp_heap *only, int fd, uintptr_t c
     return n;
 }
 
-/* Entry points scan the program's stack from their caller's frame up. Their own frame may
- * hold stale copies of pointers the scan looks for (left there by earlier calls at the same
- * depth), so it is left out — except the caller's callee-saved registers, which
- * __builtin_unwind_init makes the prologue push right below the return address (x86-64: at most
- * rbp, rbx, r12-r15), where nothing stale can be. Elsewhere the scan starts at a local of the
- * entry point. */
-#if defined(__x86_64__)
-#define CALLER_SP()                                                                                                    \
-    __extension__({                                                                                                    \
-        __builtin_unwind_init();                                                                                       \
-        (uintptr_t)__builtin_dwarf_cfa() - 8 * sizeof(uintptr_t);                                                      \
-    })
-#else
-#define CALLER_SP()                                                                                                    \
-    __extension__({                                                                                                    \
-        __builtin_unwind_init();                                                                                       \
-        volatile uintptr_t marker_ = 0;                                                                                \
-        (uintptr_t)&marker_;                                                                                           \
-    })
-#endif
-
 __attribute__((noinline)) size_t rp_leak_report(rp_heap *h, int fd)
 {
-    uintptr_t sp = CALLER_SP();
+    uintptr_t sp = RP_CALLER_SP();
     if (h && !rp_heap_resolve(h))
         return 0;
-    return check(h, fd, sp);
+    return rp_leak_check_from(h, fd, sp);
 }
 
 int rp_set_not_leak(const void *p)
@@ -222,22 +200,3 @@ void rp_heap_set_not_leak(rp_heap *h, int on)
         d->not_leak = on != 0;
     rp_lock_release(&h->lock);
 }
-
-/* The report of every heap at exit, then exit status leak_exit_code if leaks were found and
- * the option is set. Run from a destructor: after the program's exit handlers and the
- * destructors of everything loaded after rampart (C++ statics included), which free what
- * they own. */
-__attribute__((noinline)) static void leak_report_at_exit(void)
-{
-    uintptr_t sp = CALLER_SP();
-    const rp_debug_config *cfg = rp_debug_config_get();
-    if (!cfg->leak_report)
-        return;
-    size_t leaked = check(NULL, -1, sp);
-    if (leaked && cfg->leak_exit_code) {
-        fflush(NULL);
-        _exit(cfg->leak_exit_code);
-    }
-}
-
-__attribute__((destructor)) static void leak_check_destructor(void) { leak_report_at_exit(); }

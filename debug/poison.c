@@ -46,6 +46,23 @@ const unsigned char *rp_poison_find_mismatch(const void *p, size_t len, unsigned
     return NULL;
 }
 
+const unsigned char *rp_poison_check_free_block(const rp_block_info *info, unsigned *found)
+{
+    const rp_debug_config *cfg = rp_debug_config_get();
+    if (info->state != RP_BLOCK_FREE || info->tier != RP_TIER_SPAN || !cfg->poison)
+        return NULL;
+    /* The payload after the header and the free-list links. Free memory stays addressable
+     * under Valgrind, and the search reads past ASan. */
+    char *payload = (char *)info->addr + RP_MIN_BLOCK;
+    const unsigned char *bad = rp_poison_find_mismatch(payload, info->size - RP_MIN_BLOCK, cfg->free_fill);
+    if (bad) {
+        rp_san_open(bad, 1);
+        *found = *bad;
+        rp_san_close_free(bad, 1);
+    }
+    return bad;
+}
+
 /* Metadata around a freed range, for ASan: at every call site of rp_hook_span_freed the 32
  * bytes before p are a header and free-list links or free memory, and the 16 bytes after
  * p + len are the header of the next block (or the span's sentinel). Poisoning them too makes

@@ -22,4 +22,10 @@ void rp_poison_fill(void *p, size_t len, unsigned char byte);
  * poisoned allocator memory needs no opening (Valgrind still needs it addressable). */
 const unsigned char *rp_poison_find_mismatch(const void *p, size_t len, unsigned char byte);
 
+struct rp_block_info;
+/* F1 for one block of a walk: for a free span block (with poisoning on), the first byte of its
+ * payload after the header and free-list links that does not hold free_fill, its value in
+ * *found; NULL for every other block and when all hold. */
+const unsigned char *rp_poison_check_free_block(const struct rp_block_info *info, unsigned *found);
+
 #endif

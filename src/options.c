@@ -55,6 +55,7 @@ static const opt_spec specs[] = {
     {"check_interval", OPT_ULONG, OFF(check_interval), ULONG_MAX, FL_DEBUG, "debug: run the heap checker every N operations, 0 = off"},
     {"on_error", OPT_ERROR_MODE, OFF(abort_on_error), 1, FL_DEBUG, "debug: abort (default) or continue after a report"},
     {"leak_report", OPT_BOOL, OFF(leak_report), 1, FL_DEBUG, "debug: print a leak report at exit"},
+    {"check_at_exit", OPT_BOOL, OFF(check_at_exit), 1, FL_DEBUG, "debug: at exit, verify every live block's cookies and every freed block's poison (before the leak report)"},
     {"leak_exit_code", OPT_UINT, OFF(leak_exit_code), 255, FL_DEBUG, "debug: exit status when the exit-time leak report finds leaks, 0 = unchanged"},
     {"report_path", OPT_PATH, OFF(report_path), 0, FL_DEBUG, "debug: where reports go: stderr, stdout or a file path (%p = pid; /dev/fd/N for a descriptor)"},
     {"suppressions", OPT_PATH, OFF(suppressions), 0, FL_DEBUG, "debug: file of leak suppressions (leak:PATTERN lines, LeakSanitizer's format)"},
@@ -128,6 +129,7 @@ void rp_options_defaults(rp_options *o)
     o->quarantine_bytes = (size_t)4 << 20;
     o->backtrace_depth = 16;
     o->abort_on_error = 1;
+    o->check_at_exit = 1;
     strcpy(o->report_path, "stderr");
     strcpy(o->dump_path, "rampart.%p.%n.rpd");
 }

@@ -51,6 +51,8 @@ typedef struct rp_options {
     unsigned long check_interval; /* check_interval: rp_heap_check every N operations, 0 = off */
     int abort_on_error;        /* on_error: abort | continue (default abort) */
     int leak_report;           /* leak_report: leak report at exit (default 0) */
+    int check_at_exit;         /* check_at_exit: verify every block's cookies and poison at exit
+                                  (default 1) */
     unsigned leak_exit_code;   /* leak_exit_code: exit status when the exit-time leak report
                                   finds leaks, 0 = leave the status alone (default 0) */
     char report_path[RP_OPTION_PATH_MAX]; /* report_path: stderr (default), stdout or a file
