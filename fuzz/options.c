@@ -94,6 +94,7 @@ static const ref_key ref_keys[] = {
     {"check_interval", R_ULONG, OFF(check_interval), ULONG_MAX, "debug"},
     {"on_error", R_MODE, OFF(abort_on_error), 1, "debug"},
     {"leak_report", R_BOOL, OFF(leak_report), 1, "debug"},
+    {"check_at_exit", R_BOOL, OFF(check_at_exit), 1, "debug"},
     {"leak_exit_code", R_UINT, OFF(leak_exit_code), 255, "debug"},
     {"report_path", R_PATH, OFF(report_path), 0, "debug"},
     {"suppressions", R_PATH, OFF(suppressions), 0, "debug"},
