@@ -119,6 +119,8 @@ void rp_hook_resize(rp_heap *h, void *user, size_t requested, size_t usable, str
     rp_debug_periodic_check(h, fault);
 }
 
+int rp_hook_realloc_moves(void) { return 1; }
+
 size_t rp_hook_usable(rp_heap *h, void *user, size_t usable)
 {
     rp_debug_meta m;

@@ -372,8 +372,10 @@ void *rp_realloc(rp_heap *h, void *p, size_t size)
         /* In place when the tier allows it: shrink, or grow into a free right neighbour.
          * A span block that would now belong to the page tier moves there instead of
          * growing (unless it shrinks). */
-        int in_place;
-        if (loc.tier == RP_TIER_SPAN)
+        int in_place = 0;
+        if (rp_hook_realloc_moves())
+            ; /* debug: the old block goes to quarantine, so stale pointers to it are caught */
+        else if (loc.tier == RP_TIER_SPAN)
             in_place = (!rp_wants_pages(owner, size, loc.align) || size <= old_usable) &&
                        rp_span_resize(owner, loc.block, size, &f);
         else

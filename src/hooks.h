@@ -84,6 +84,9 @@ void rp_hook_span_freed(rp_heap *h, void *p, size_t len);
 void rp_hook_span_reused(rp_heap *h, void *p, size_t len, struct rp_fault *fault);
 /* rp_usable_size: the debug flavour answers the requested size (the trailer canary follows). */
 size_t rp_hook_usable(rp_heap *h, void *user, size_t usable);
+/* 1 when rp_realloc must move every block (never resize in place), as ASan does: the old
+ * block is freed into quarantine, so a use of the old pointer is caught. */
+int rp_hook_realloc_moves(void);
 /* Adds the debug view of a used block (requested size, stacks, quarantined) to *info. */
 void rp_hook_block_info(rp_heap *h, rp_block_info *info);
 /* rp_heap_check: verifies the debug invariants of one block; returns 0 or writes why. */
@@ -139,6 +142,7 @@ static inline size_t rp_hook_usable(rp_heap *h, void *user, size_t usable)
     (void)h, (void)user;
     return usable;
 }
+static inline int rp_hook_realloc_moves(void) { return 0; }
 static inline void rp_hook_block_info(rp_heap *h, rp_block_info *info) { (void)h, (void)info; }
 static inline int rp_hook_check_block(rp_heap *h, const rp_block_info *info, char *why, size_t len)
 {

@@ -186,6 +186,8 @@ static int filled(const unsigned char *p, size_t n, unsigned seed)
 
 static void test_realloc(void)
 {
+    /* The debug flavour moves every block (the old one goes to quarantine). */
+    int in_place = strcmp(rp_flavour(), "release") == 0;
     rp_heap *h = rp_heap_create(NULL);
     /* Grow in place into a free right neighbour. */
     unsigned char *a = rp_alloc(h, 100, 0);
@@ -194,7 +196,7 @@ static void test_realloc(void)
     fill(a, 100, 1);
     rp_free(b);
     unsigned char *a2 = rp_realloc(h, a, 900);
-    CHECK(a2 == a);
+    CHECK(in_place ? a2 == a : a2 != a);
     CHECK(filled(a2, 100, 1));
     CHECK_HEAP(h);
     /* Shrink in place: the tail goes back to free space at once. */
@@ -202,11 +204,12 @@ static void test_realloc(void)
     rp_heap_stats(h, &before_shrink);
     unsigned char *a3 = rp_realloc(h, a2, 50);
     rp_heap_stats(h, &after_shrink);
-    CHECK(a3 == a2);
+    CHECK(in_place ? a3 == a2 : a3 != a2);
     CHECK(filled(a3, 50, 1));
     CHECK(rp_usable_size(a3) < 900);
-    CHECKF(after_shrink.bytes_in_use < before_shrink.bytes_in_use &&
-               after_shrink.bytes_free - before_shrink.bytes_free == before_shrink.bytes_in_use - after_shrink.bytes_in_use,
+    CHECKF(!in_place || (after_shrink.bytes_in_use < before_shrink.bytes_in_use &&
+                         after_shrink.bytes_free - before_shrink.bytes_free ==
+                             before_shrink.bytes_in_use - after_shrink.bytes_in_use),
            "in use %zu -> %zu, free %zu -> %zu", before_shrink.bytes_in_use, after_shrink.bytes_in_use,
            before_shrink.bytes_free, after_shrink.bytes_free);
     CHECK_HEAP(h);
@@ -232,7 +235,7 @@ static void test_realloc(void)
     REQUIRE(big);
     fill(big, 200000, 5);
     unsigned char *bigger = rp_realloc(h, big, 900000);
-    CHECK(bigger == big);
+    CHECK(in_place ? bigger == big : bigger != big);
     CHECK(filled(bigger, 200000, 5));
     CHECK(rp_usable_size(bigger) >= 900000);
     unsigned char *blocker = rp_alloc(h, 100000, 0); /* now whatever follows is used */

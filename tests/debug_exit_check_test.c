@@ -1,6 +1,7 @@
 /* Checks at exit (check_at_exit, on by default): a program that overflows or underflows a
  * block it never frees, or writes to a block it freed that is still in quarantine, gets the
- * report at exit — kind, first bad byte, the block's allocation (and free) stack — and aborts;
+ * report at exit — kind, first bad byte, the block's allocation (and free) stack — and aborts
+ * (a write through the pointer realloc moved from, too: realloc always moves in debug);
  * with on_error=continue every violation is reported and the exit status is the program's;
  * a clean program prints nothing; check_at_exit=0 turns the check off. Each case runs in a
  * child process (this binary again). */
@@ -48,6 +49,24 @@ TEST_NO_ASAN __attribute__((noinline)) void write_after_free_in_quarantine(void)
     KEEP_FRAME();
 }
 
+/* realloc moves every block in the debug flavour: the old one is quarantined, even when the
+ * block could have grown in place (nothing follows it here). */
+__attribute__((noinline)) char *resize(char *p, size_t n)
+{
+    char *q = rp_realloc(NULL, p, n);
+    KEEP_FRAME();
+    return q;
+}
+
+TEST_NO_ASAN __attribute__((noinline)) void write_through_old_pointer(void)
+{
+    char *p = never_freed(32);
+    char *q = resize(p, 48);
+    ((volatile char *)p)[5] = 'w';
+    __asm__ volatile("" ::"r"(q) : "memory");
+    KEEP_FRAME();
+}
+
 static int child(const char *mode)
 {
     if (strcmp(mode, "overflow") == 0)
@@ -56,6 +75,8 @@ static int child(const char *mode)
         underflow_kept_block();
     else if (strcmp(mode, "uaf") == 0)
         write_after_free_in_quarantine();
+    else if (strcmp(mode, "realloc") == 0)
+        write_through_old_pointer();
     else if (strcmp(mode, "all") == 0) {
         overflow_kept_block();
         underflow_kept_block();
@@ -89,7 +110,7 @@ static void expect(const char *mode, const char *kind, long offset, const char *
     CHECKF(p.has_alloc && strcmp(p.alloc[0], "never_freed") == 0 && strcmp(p.alloc[1], allocator) == 0,
            "%s: allocation stack\n%s", mode, r.err);
     if (freer)
-        CHECKF(p.has_free && strcmp(p.freed[0], "release") == 0 && strcmp(p.freed[1], freer) == 0,
+        CHECKF(p.has_free && strcmp(p.freed[0], freer) == 0,
                "%s: free stack\n%s", mode, r.err);
     else
         CHECKF(!p.has_free, "%s: a free stack for a live block\n%s", mode, r.err);
@@ -101,7 +122,8 @@ int main(int argc, char **argv)
         return child(argv[1]);
     expect("overflow", "heap-buffer-overflow", 24, "overflow_kept_block", NULL);
     expect("underflow", "heap-buffer-underflow", -3, "underflow_kept_block", NULL);
-    expect("uaf", "use-after-free-write", 7, "write_after_free_in_quarantine", "write_after_free_in_quarantine");
+    expect("uaf", "use-after-free-write", 7, "write_after_free_in_quarantine", "release");
+    expect("realloc", "use-after-free-write", 5, "write_through_old_pointer", "resize");
 
     static child_result r;
     REQUIRE(run_child("all", "on_error=continue", &r) == 0);

@@ -386,15 +386,25 @@ static void check_report_history(void)
 
 /* ---- realloc ---- */
 
+static int find_quarantined(const rp_block_info *b, void *arg)
+{
+    return b->state == RP_BLOCK_QUARANTINED && b->addr == arg;
+}
+
+/* 1 when p is a quarantined block of h. */
+static int quarantined_block(rp_heap *h, void *p) { return rp_heap_walk(h, find_quarantined, p) == 1; }
+
 static void check_realloc(void)
 {
     rp_heap *h = rp_heap_create(NULL);
     char *p = rp_alloc(h, 40, 0);
     memset(p, 'a', 40);
-    char *q = rp_realloc(h, p, 20); /* shrinks in place */
-    CHECK(q == p && rp_usable_size(q) == 20 && all_bytes(q, 20, 'a'));
-    q = rp_realloc(h, q, 30); /* grows back within the block */
-    CHECK(q == p && rp_usable_size(q) == 30 && all_bytes(q, 20, 'a') && all_bytes(q + 20, 10, 0xbe));
+    char *q = rp_realloc(h, p, 20); /* moves (every realloc does), the old block is quarantined */
+    CHECK(q != p && rp_usable_size(q) == 20 && all_bytes(q, 20, 'a') && quarantined_block(h, p));
+    char *q0 = q;
+    q = rp_realloc(h, q, 30); /* moves again; the new tail holds the allocation pattern */
+    CHECK(q != q0 && rp_usable_size(q) == 30 && all_bytes(q, 20, 'a') && all_bytes(q + 20, 10, 0xbe) &&
+          quarantined_block(h, q0));
     CHECK_HEAP(h);
     char *r = rp_realloc(h, q, 100000); /* moves to the page tier */
     CHECK(r && r != q && rp_usable_size(r) == 100000 && all_bytes(r, 20, 'a') && all_bytes(r + 30, 100, 0xbe));

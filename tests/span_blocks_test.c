@@ -194,9 +194,11 @@ int main(void)
     CHECK(z == (char *)s.b[1].block + RP_USER_OFFSET);
     /* Realloc keeps the alignment, shrinks in place, grows into the free right neighbour. */
     char *y2 = rp_realloc(h, y, 40);
-    CHECK(y2 == y);
     char *y3 = rp_realloc(h, y2, 2000);
+#ifndef RAMPART_DEBUG /* the debug flavour moves every block */
+    CHECK(y2 == y);
     CHECK(y3 == y);
+#endif
     CHECK(rp_usable_size(y3) >= 2000);
     CHECK_HEAP(h);
     rp_free(x);
