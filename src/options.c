@@ -39,7 +39,7 @@ static const opt_spec specs[] = {
      "small blocks (up to 1008 bytes) from slabs without headers, their metadata apart (0 = span blocks with 16-byte "
      "headers; malloc drop-in)"},
     {"stats", OPT_BOOL, OFF(stats), 1, FL_BOTH, "print allocator statistics at exit"},
-    {"arenas", OPT_UINT, OFF(arenas), 64, FL_BOTH, "heaps the malloc drop-in spreads threads over (0 = 4 per CPU, at most 64)"},
+    {"arenas", OPT_UINT, OFF(arenas), 64, FL_BOTH, "heaps the malloc drop-in spreads threads over (0 = one per CPU, at least 2, at most 64)"},
     {"ignore_foreign_free", OPT_BOOL, OFF(ignore_foreign_free), 1, FL_BOTH,
      "free() of a pointer rampart never handed out (another allocator's memory) is counted and ignored instead of "
      "reported as an invalid free (malloc drop-in)"},

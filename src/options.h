@@ -34,7 +34,7 @@ typedef struct rp_options {
                                   malloc_slabs.h) */
     int stats;                 /* stats: print rp_malloc_stats_print() at exit (default 0) */
     unsigned arenas;           /* arenas: heaps malloc spreads threads over, 1..64 (default 0 =
-                                  4 per CPU the process may run on, at most 64) */
+                                  one per CPU the process may run on, at least 2, at most 64) */
     int ignore_foreign_free;   /* ignore_foreign_free: free() of a pointer rampart never handed
                                   out is counted and ignored instead of reported (default 0) */
     int hardened;              /* hardened: the hardened profile (malloc drop-in, release;

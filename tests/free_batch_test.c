@@ -374,8 +374,12 @@ static void test_near_frees_are_examined_at_the_call(void)
     REQUIRE(pthread_create(&t, NULL, allocate_elsewhere, (void *)(uintptr_t)SLAB_SIZE) == 0);
     REQUIRE(pthread_join(t, NULL) == 0);
     REQUIRE(other_block && rp_heap_of(other_block) != tc->arena);
+    /* Collected, unless its slab was one this thread's pool gave back to the space and the
+     * other arena took again (slabs given back are reused first): the near region is a range,
+     * and decides only when a free is examined. */
+    int near = (uintptr_t)other_block - tc->near_lo < tc->near_len;
     do_free(other_block);
-    CHECK(tc->freed_n == 1 && tc->freed[0] == other_block);
+    CHECK(near ? tc->freed_n == 0 : tc->freed_n == 1 && tc->freed[0] == other_block);
     rp_malloc_thread_flush();
     check_malloc("after near and far frees");
 

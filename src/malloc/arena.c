@@ -93,7 +93,11 @@ rp_heap *rp_arenas_setup(void)
     if (!counted) {
         counted = 1;
         const rp_options *o = rp_options_get();
-        unsigned n = o->arenas ? o->arenas : 4 * usable_cpus();
+        /* One per CPU: threads on different CPUs rarely share an arena's lock, and every
+         * arena keeps memory of its own (free pages, a transfer cache, slabs), which four
+         * per CPU multiplied for programs of many threads (docs/BENCHMARKS.md). */
+        unsigned cpus = usable_cpus();
+        unsigned n = o->arenas ? o->arenas : cpus < 2 ? 2 : cpus;
         narenas = n > RP_MAX_ARENAS ? RP_MAX_ARENAS : n;
         arena_key = rp_mac_key_new((uint64_t)(uintptr_t)&arena_key);
         /* Before the first arena, which gets a pool only if the space exists. Without it

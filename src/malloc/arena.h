@@ -4,7 +4,7 @@
  * "malloc-0", "malloc-1", ..., flagged RP_HEAP_MALLOC_ARENA so that free() knows their blocks
  * may go into a thread cache, and never destroyed (a cached block's heap must outlive it).
  * Each new thread cache is given the next arena round-robin; arenas are created on first
- * use, up to the `arenas` option (default 4 per CPU, at most RP_MAX_ARENAS).
+ * use, up to the `arenas` option (default one per CPU the process may run on, at least 2, at most RP_MAX_ARENAS).
  *
  * Invariants:
  *   A1  arenas[i] is NULL or a heap with RP_HEAP_MALLOC_ARENA, published (release) after the
