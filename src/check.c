@@ -376,7 +376,7 @@ static int check_region(checker *c, rp_region *r)
             free_pages += n;
             c->free_pages += n;
         } else if (d->state == RP_PAGE_LARGE) {
-            if (d->u.large.lead_pages >= n || d->u.large.usable != ((n - d->u.large.lead_pages) << RP_PAGE_SHIFT))
+            if (!rp_large_lead_valid(d, n) || d->u.large.usable != ((n - d->u.large.lead_pages) << RP_PAGE_SHIFT))
                 return fail(c, "D2: large block %p has lead %u pages and usable %llu for %zu pages", (void *)addr,
                             d->u.large.lead_pages, (unsigned long long)d->u.large.usable, n);
             c->used_blocks++;

@@ -8,6 +8,7 @@
 #include <stddef.h>
 
 #include "heap.h"
+#include "hooks.h"
 
 /* Allocates a large block, with a mapping of its own (mapped_block.h) from mapped_from
  * bytes; NULL when out of memory. *usable receives its usable bytes, and *zero (when not
@@ -28,6 +29,15 @@ int rp_large_resize(rp_heap *h, rp_page *d, size_t size);
  * or NULL when the block has no mapping of its own or the move failed (the block is then
  * unchanged: the caller copies it, as for any block). */
 void *rp_large_move(rp_heap *h, rp_page *d, size_t size);
+
+/* D2's layout of a LARGE head covering n pages: its lead lies inside the block, and in the
+ * debug flavour it is at least a page, where the runtime's prefix sits. A damaged head that
+ * fails this must not reach the debug runtime, which would read and seal the bytes before its
+ * user pointer: another block's, or the region's descriptors. */
+static inline int rp_large_lead_valid(const rp_page *d, size_t n)
+{
+    return d->u.large.lead_pages < n && (RP_HOOK_PREFIX == 0 || d->u.large.lead_pages > 0);
+}
 
 /* User pointer of the large block headed by d. */
 static inline void *rp_large_user(const rp_page *d)

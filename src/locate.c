@@ -74,7 +74,7 @@ int rp_locate(rp_heap *h, rp_region *r, const void *p, rp_located *loc, rp_fault
     case RP_PAGE_SPAN_TAIL:
         return locate_span(h, r, d, p, loc, f);
     case RP_PAGE_LARGE:
-        if (up == page && d->u.large.lead_pages == 0)
+        if (up == page && d->u.large.lead_pages == 0 && RP_HOOK_PREFIX == 0)
             goto large;
         break;
     case RP_PAGE_LARGE_BODY: {

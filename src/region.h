@@ -13,7 +13,8 @@
  *   D2  pages after a head inside its block are NONE (FREE and LARGE blocks), or SPAN_TAIL
  *       with npages = distance back to their SPAN head; LARGE blocks whose user pointer does
  *       not start at their first page (debug flavour) mark that page LARGE_BODY with
- *       npages = distance back to the head;
+ *       npages = distance back to the head; a LARGE head's lead is shorter than its block,
+ *       and at least a page in the debug flavour (rp_large_lead_valid);
  *   D3  a FREE head of order k has npages == 2^k, starts at an absolute page number that is a
  *       multiple of 2^k, and is linked in the page tier's list of order k;
  *   D4  r->free_pages equals the pages covered by FREE heads;

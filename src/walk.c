@@ -60,7 +60,7 @@ int rp_walk_locked(rp_heap *h, rp_block_visit visit, void *arg, char *why, size_
              * debug runtime, which reads the memory before it): D1, D5 and the large-block
              * layout of D2. */
             if ((d->state != RP_PAGE_FREE && d->state != RP_PAGE_LARGE && d->state != RP_PAGE_SPAN) || n == 0 ||
-                n > r->npages - i || d->region != r || (d->state == RP_PAGE_LARGE && d->u.large.lead_pages >= n)) {
+                n > r->npages - i || d->region != r || (d->state == RP_PAGE_LARGE && !rp_large_lead_valid(d, n))) {
                 if (why)
                     snprintf(why, len, "region %p: page %zu (%p) is not a valid block head (state %u, npages %u)",
                              (void *)r, i, (void *)rp_page_addr(r, d), d->state, d->npages);

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "rampart.h"
+#include "src/hooks.h"
 #include "src/os.h"
 #include "src/pagemap.h"
 #include "src/region.h"
@@ -300,6 +301,51 @@ static void test_partial_and_whole_chunks(void)
     munmap(mem, len + GIB);
 }
 
+/* A LARGE head damaged to claim no lead page (fuzz regression heap_ops_debug/
+ * damaged-large-head-no-lead): in the debug flavour the runtime's prefix lies in the lead, so
+ * a head without one would send the checker and the walk to the bytes before the block, the
+ * region's own descriptors. Both must refuse the head by D2 before the runtime sees it. */
+static int count_visit(const rp_block_info *block, void *arg)
+{
+    (void)block;
+    ++*(size_t *)arg;
+    return 0;
+}
+
+static void test_damaged_large_lead(void)
+{
+    static unsigned char mem[256 << 10];
+    rp_heap_config cfg = {0};
+    cfg.flags = RP_HEAP_NO_OS;
+    rp_heap *h = rp_heap_create(&cfg);
+    REQUIRE(h);
+    REQUIRE(rp_heap_add_region(h, mem, sizeof mem) == 0);
+    void *p = rp_alloc(h, 64 << 10, 0);
+    REQUIRE(p);
+    rp_region *r = rp_pagemap_lookup(p);
+    REQUIRE(r);
+    rp_page *head = NULL;
+    for (size_t i = 0; i < r->npages; i += r->pages[i].npages ? r->pages[i].npages : 1)
+        if (r->pages[i].state == RP_PAGE_LARGE)
+            head = &r->pages[i];
+    REQUIRE(head);
+    char why[256];
+    CHECK(rp_heap_check(h, why, sizeof why) == 0);
+    if (RP_HOOK_PREFIX > 0) {
+        CHECK(head->u.large.lead_pages > 0);
+        rp_page saved = *head;
+        head->u.large.lead_pages = 0;
+        head->u.large.usable = (uint64_t)head->npages << 12;
+        CHECK(rp_heap_check(h, why, sizeof why) != 0 && strncmp(why, "D2", 2) == 0);
+        size_t visited = 0;
+        CHECK(rp_heap_walk(h, count_visit, &visited) == -1);
+        *head = saved;
+        CHECK(rp_heap_check(h, why, sizeof why) == 0);
+    }
+    rp_free(p);
+    rp_heap_destroy(h);
+}
+
 int main(void)
 {
     test_static_buffer();
@@ -308,5 +354,6 @@ int main(void)
     test_whole_chunks();
     test_chunk_outside_region();
     test_partial_and_whole_chunks();
+    test_damaged_large_lead();
     TEST_MAIN_END();
 }
