@@ -356,7 +356,7 @@ const char *rpd_tier_name(unsigned tier)
 
 const char *rpd_reason_name(unsigned reason)
 {
-    static const char *const names[] = {"call", "signal", "exit"};
+    static const char *const names[] = {"call", "signal", "exit", "interval", "peak"};
     return name_of(reason, names, sizeof names / sizeof names[0]);
 }
 

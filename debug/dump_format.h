@@ -1,4 +1,4 @@
-/* The rampart heap dump format, version 1.3 — see debug/DUMP_FORMAT.md for the prose.
+/* The rampart heap dump format, version 1.4 — see debug/DUMP_FORMAT.md for the prose.
  *
  * This file holds the format itself: constants, the record layouts with their encoders and
  * decoders, and the checksum (CRC-32C). The writer (debug/dump_writer.c) and the reader
@@ -28,7 +28,7 @@
 #define RPD_END_MAGIC "\x89RPDEND\n"
 #define RPD_MAGIC_BYTES 8
 #define RPD_VERSION_MAJOR 1        /* readers refuse a newer major version */
-#define RPD_VERSION_MINOR 3        /* minor versions only append fields / add section types */
+#define RPD_VERSION_MINOR 4        /* minor versions only append fields / add section types */
 #define RPD_BYTE_ORDER_LITTLE 1
 
 #define RPD_HEADER_BYTES 32
@@ -52,6 +52,10 @@ enum rpd_section_type {
 
 enum { RPD_FLAG_DEBUG = 1u << 0 }; /* header flags: written by the debug flavour */
 
+/* rpd_sample.flags (1.4): the block lies in the malloc drop-in's slab space, which belongs to
+ * the arenas but to no region of a heap, so the blocks sections do not list it. */
+enum { RPD_SAMPLE_SLAB = 1u << 0 };
+
 /* Block states and tiers. RPD_STATE_SPAN is a page-tier block handed to the span tier: the
  * span's own blocks (tier SPAN) follow it. */
 enum { RPD_STATE_USED = 1, RPD_STATE_FREE = 2, RPD_STATE_QUARANTINED = 3, RPD_STATE_SPAN = 4 };
@@ -61,7 +65,7 @@ enum {
                                         never used since mapped, or given back (madvise) */
     RPD_BLOCK_SPARE_SPAN = 1u << 1,  /* the heap's one spare free span */
 };
-enum { RPD_REASON_CALL = 0, RPD_REASON_SIGNAL = 1, RPD_REASON_EXIT = 2 };
+enum { RPD_REASON_CALL = 0, RPD_REASON_SIGNAL = 1, RPD_REASON_EXIT = 2, RPD_REASON_INTERVAL = 3, RPD_REASON_PEAK = 4 };
 enum { RPD_REGION_OS = 1, RPD_REGION_CALLER = 2 };
 enum { RPD_HEAP_WALK_INCOMPLETE = 1u << 0 }; /* rpd_heap.dump_flags */
 
@@ -189,7 +193,7 @@ typedef struct rpd_sample {
                         0: every allocation is recorded (the sample stands for itself) */
     uint64_t age_ns; /* nanoseconds from the allocation to the dump; RPD_AGE_UNKNOWN */
     uint32_t stack;  /* allocation stack id (0 = none) */
-    uint32_t flags;  /* reserved, 0 */
+    uint32_t flags;  /* RPD_SAMPLE_* (1.4); other bits reserved, 0 */
 } rpd_sample;
 
 /* Stack record: u32 id, u32 nframes, then nframes u64 return addresses (innermost first). */

@@ -22,7 +22,8 @@ typedef struct sample_writer {
 static int put_sample(void *arg, const rp_dump_sample *in)
 {
     sample_writer *w = arg;
-    rpd_sample s = {(uintptr_t)in->addr, in->size, in->rate, RPD_AGE_UNKNOWN, in->stack, 0};
+    rpd_sample s = {(uintptr_t)in->addr, in->size, in->rate, RPD_AGE_UNKNOWN, in->stack,
+                    in->flags & RP_DUMP_SAMPLE_SLAB ? RPD_SAMPLE_SLAB : 0};
     if (in->alloc_ns && in->alloc_ns <= w->now_ns)
         s.age_ns = w->now_ns - in->alloc_ns;
     uint8_t raw[RPD_SAMPLE_BYTES];

@@ -1,23 +1,30 @@
-/* Automatic dumps: on a signal (option dump_signal) and at exit (option dump_at_exit).
+/* Automatic dumps: on a signal (option dump_signal), every dump_interval seconds, on a new peak
+ * of the live bytes (dump_on_peak, decided by the malloc drop-in: src/malloc/malloc_totals.c)
+ * and at exit (dump_at_exit).
  *
  * A signal handler may only do async-signal-safe work, and a dump takes heap locks and walks
- * the heaps: so the handler writes one byte into a pipe and returns. A dumper thread,
- * started at load time when dump_signal is set, waits on the pipe and writes the dump in
- * ordinary thread context. Bytes that arrive while a dump is being written are read in one
- * go afterwards, so a burst of signals costs one more dump, not one each. The pipe's write
- * end is non-blocking: a signal storm can never block the handler.
+ * the heaps: so the handler writes one byte into a pipe and returns, and so does a peak request
+ * (rpd_request, dump_request.h: it comes from inside malloc). A dumper thread, started at load
+ * time when any of dump_signal, dump_interval and dump_on_peak is set, waits on the pipe (with
+ * a timeout when dump_interval is set) and writes the dumps in ordinary thread context. Bytes
+ * that arrive while a dump is being written are read in one go afterwards, so a burst of
+ * requests costs one more dump, not one each. The pipe's write end is non-blocking: a signal
+ * storm can never block the handler, nor a request its thread. Interval dumps are counted from
+ * the end of the previous dump of any kind.
  *
  * The exit dump is an atexit handler registered at load time; handlers run in reverse order
  * of registration, so it runs after those the program registers itself. Dumps are serialised
- * by one mutex, and the exit dump tells the dumper thread to stop: a signal dump in progress
- * at exit is finished first, and none is started after the exit dump (one cut off by the
- * process ending would leave a PATH.tmp behind).
+ * by one mutex, and the exit dump tells the dumper thread to stop: a dump in progress at exit
+ * is finished first, and none is started after the exit dump (one cut off by the process
+ * ending would leave a PATH.tmp behind). A forked child has no dumper thread: its signal,
+ * interval and peak dumps are off.
  *
  * Both are set up by a constructor, which is why //debug:dump and the debug bundle are
  * alwayslink libraries. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -25,7 +32,13 @@
 #include <unistd.h>
 
 #include "debug/dump_internal.h"
+#include "debug/dump_request.h"
+#include "src/clock.h"
 #include "src/options.h"
+
+/* Tells the options parser that this library has the dump writer (src/options.c). */
+extern const char rp_options_part_dump;
+const char rp_options_part_dump = 1;
 
 static pthread_mutex_t dump_lock = PTHREAD_MUTEX_INITIALIZER;
 static int exiting; /* under dump_lock: the exit dump has started, no more signal dumps */
@@ -57,30 +70,65 @@ static void dump_and_tell(unsigned reason)
     pthread_mutex_unlock(&dump_lock);
 }
 
-static void on_dump_signal(int sig)
+int rpd_request(int what)
 {
-    (void)sig;
     int saved = errno;
     int fd = __atomic_load_n(&request_write_fd, __ATOMIC_RELAXED);
     if (fd >= 0) {
-        char byte = 1;
+        char byte = (char)what;
         ssize_t n = write(fd, &byte, 1); /* a full pipe already holds a pending request */
         (void)n;
     }
     errno = saved;
+    return fd >= 0 ? 0 : -1;
+}
+
+static void on_dump_signal(int sig)
+{
+    (void)sig;
+    (void)rpd_request(RPD_REQUEST_SIGNAL);
+}
+
+static unsigned interval_s; /* dump_interval */
+
+/* The reason a batch of requests records: a signal if any asked, else a peak. */
+static unsigned reason_of(const char *requests, ssize_t n)
+{
+    for (ssize_t i = 0; i < n; i++)
+        if (requests[i] == RPD_REQUEST_SIGNAL)
+            return RPD_REASON_SIGNAL;
+    return RPD_REASON_PEAK;
 }
 
 static void *dumper_main(void *arg)
 {
     (void)arg;
     char requests[256];
+    uint64_t next = interval_s ? rp_clock_ms() + (uint64_t)interval_s * 1000u : 0;
     for (;;) {
-        ssize_t n = read(request_read_fd, requests, sizeof requests);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
+        int timeout = -1;
+        if (next) {
+            uint64_t now = rp_clock_ms();
+            timeout = now >= next ? 0 : next - now > 60000 ? 60000 : (int)(next - now);
+        }
+        struct pollfd pfd = {request_read_fd, POLLIN, 0};
+        int ready = poll(&pfd, 1, timeout);
+        if (ready < 0 && errno != EINTR)
             return NULL;
-        dump_and_tell(RPD_REASON_SIGNAL);
+        unsigned reason = RPD_REASON_INTERVAL;
+        if (ready > 0) {
+            ssize_t n = read(request_read_fd, requests, sizeof requests);
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n <= 0)
+                return NULL;
+            reason = reason_of(requests, n);
+        } else if (!next || rp_clock_ms() < next) {
+            continue; /* interrupted, or a partial wait of a long interval */
+        }
+        dump_and_tell(reason);
+        if (next)
+            next = rp_clock_ms() + (uint64_t)interval_s * 1000u;
     }
 }
 
@@ -97,6 +145,39 @@ static void forget_dumper_in_child(void)
     pthread_mutex_init(&dump_lock, NULL);
     if (dump_sig > 0)
         (void)sigaction(dump_sig, &previous_action, NULL);
+}
+
+/* Starts the dumper thread and its pipe. 0, or -1 (said why). */
+static int start_dumper(void)
+{
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0) {
+        say("signal, interval and peak dumps are off: ", strerror(errno), "");
+        return -1;
+    }
+    fcntl(fds[1], F_SETFL, fcntl(fds[1], F_GETFL) | O_NONBLOCK);
+    request_read_fd = fds[0];
+
+    /* The dumper thread blocks every signal, so signals go to the program's threads. */
+    sigset_t all, saved;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &saved);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_t thread;
+    int rc = pthread_create(&thread, &attr, dumper_main, NULL);
+    pthread_attr_destroy(&attr);
+    pthread_sigmask(SIG_SETMASK, &saved, NULL);
+    if (rc != 0) {
+        close(fds[0]);
+        close(fds[1]);
+        say("signal, interval and peak dumps are off: ", strerror(rc), "");
+        return -1;
+    }
+    __atomic_store_n(&request_write_fd, fds[1], __ATOMIC_RELAXED);
+    pthread_atfork(NULL, NULL, forget_dumper_in_child);
+    return 0;
 }
 
 static void start_signal_dumps(int sig)
@@ -122,36 +203,8 @@ static void start_signal_dumps(int sig)
         say("dump_signal=", num + k, " already has a handler; signal dumps are off");
         return;
     }
-    int fds[2];
-    if (pipe2(fds, O_CLOEXEC) != 0) {
-        say("signal dumps are off: ", strerror(errno), "");
-        return;
-    }
-    fcntl(fds[1], F_SETFL, fcntl(fds[1], F_GETFL) | O_NONBLOCK);
-    request_read_fd = fds[0];
-
-    /* The dumper thread blocks every signal, so signals go to the program's threads. */
-    sigset_t all, saved;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &saved);
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    pthread_t thread;
-    int rc = pthread_create(&thread, &attr, dumper_main, NULL);
-    pthread_attr_destroy(&attr);
-    pthread_sigmask(SIG_SETMASK, &saved, NULL);
-    if (rc != 0) {
-        close(fds[0]);
-        close(fds[1]);
-        say("signal dumps are off: ", strerror(rc), "");
-        return;
-    }
-    __atomic_store_n(&request_write_fd, fds[1], __ATOMIC_RELAXED);
     dump_sig = sig;
     previous_action = old;
-    pthread_atfork(NULL, NULL, forget_dumper_in_child);
-
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_dump_signal;
@@ -168,6 +221,7 @@ __attribute__((constructor)) static void dump_triggers_init(void)
     const rp_options *o = rp_options_get();
     if (o->dump_at_exit)
         atexit(dump_at_exit);
-    if (o->dump_signal > 0)
+    interval_s = o->dump_interval;
+    if ((o->dump_signal > 0 || o->dump_interval > 0 || o->dump_on_peak) && start_dumper() == 0 && o->dump_signal > 0)
         start_signal_dumps(o->dump_signal);
 }

@@ -5,8 +5,9 @@
  * allocation stacks and quarantine, with the executable mappings and build-ids needed to
  * symbolise the stacks elsewhere.
  *
- * Available in both flavours: link //debug:dump with the release library, or
- * //src:rampart_debug (which includes it).
+ * Available in both flavours: the malloc drop-ins include it (//src/malloc:rampart_malloc,
+ * //dist:librampart_malloc.so and their debug builds); with the heap API, link //debug:dump with
+ * the release library, or //src:rampart_debug (which includes it).
  *
  * Dumps are streamed to the file descriptor through a fixed buffer with write(2): nothing is
  * allocated from any heap, and no stdio is used, so dumping works with rampart as the
@@ -21,13 +22,20 @@
  *                         Requests arriving while a dump is being written are merged into the
  *                         next one. A handler the program installs later for the same signal
  *                         replaces rampart's; a forked child does not dump on the signal.
+ *   dump_interval=N       a dump every N seconds (counted from the end of the previous dump),
+ *                         written by the same dumper thread.
+ *   dump_on_peak=1        a dump each time the live bytes of the malloc drop-in's arenas pass
+ *                         the last such dump's by dump_peak_step (default 16M); the drop-in
+ *                         looks at its live bytes every few MiB each thread allocates
+ *                         (src/malloc/malloc_totals.h) and wakes the dumper thread.
  *   dump_at_exit=1        a dump of every heap is written at exit (atexit, registered at load
  *                         time, so it runs after the program's own atexit handlers).
  *   dump_path=PATTERN     file name pattern: %p = pid, %n = sequence number (0, 1, ... per
- *                         process), %% = '%'. Default rampart.%p.%n.rpd. Each dump is written
+ *                         process, over every kind of dump: a series numbers itself), %% = '%'. Default rampart.%p.%n.rpd. Each dump is written
  *                         under PATH.tmp and renamed, so PATH appears complete or not at all.
  * Each automatic dump prints one line to stderr: "rampart: heap dump written to PATH" (or why
- * it failed).
+ * it failed); its process record says why it was written (signal, interval, peak, exit). A
+ * forked child has no dumper thread: its signal, interval and peak dumps are off.
  */
 #ifndef RAMPART_DUMP_H
 #define RAMPART_DUMP_H
@@ -77,7 +85,12 @@ typedef struct rp_dump_sample {
                           every allocation recorded) */
     uint64_t alloc_ns; /* CLOCK_MONOTONIC time of the allocation in ns; 0 = unknown */
     uint32_t stack;    /* its allocation stack's id (0 = none) */
+    uint32_t flags;    /* RP_DUMP_SAMPLE_* (0 for a block of a heap) */
 } rp_dump_sample;
+
+/* rp_dump_sample.flags: the block is a small block of the malloc drop-in's slabs (rampart_malloc.h),
+ * which belong to no heap's regions: dumps list no slab blocks, only their samples. */
+#define RP_DUMP_SAMPLE_SLAB 1u
 
 /* Callbacks the source calls once per sample / per stack; a non-zero return asks it to stop
  * (the dump's output failed). */

@@ -44,8 +44,9 @@ for l in librampart librampart_debug librampart_malloc librampart_malloc_debug; 
     [ -e "$lib/$l.so.$major" ] || fail "$l.so.$major not installed"
 done
 # The LD_PRELOAD libraries export what Bazel's do (their export maps), nothing internal.
-quiet "$exports_test" "$lib/librampart_malloc.so" "$exports_map" "libc.so.6" "$prefix/include/rampart/rampart.h"
-quiet "$exports_test" "$lib/librampart_malloc_debug.so" "$exports_debug_map" "libc.so.6 libunwind.so.8" \
+quiet "$exports_test" "$lib/librampart_malloc.so" "$exports_map" "libc.so.6 libm.so.6 libunwind.so.8" \
+    "$prefix/include/rampart/rampart.h"
+quiet "$exports_test" "$lib/librampart_malloc_debug.so" "$exports_debug_map" "libc.so.6 libm.so.6 libunwind.so.8" \
     "$prefix/include/rampart/rampart.h"
 # The heap API library exports exactly the rampart.h section of the export map.
 want=$("$src/dist/export_map.sh" api "$exports_map" | tr ' ;' '\n\n' | grep -E '^rp_[a-z_]+$' | sort)

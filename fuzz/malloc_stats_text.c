@@ -42,6 +42,11 @@ void stats_snapshot_take(stats_snapshot *s)
     stats_snapshot first;
     read_arenas(&first);
     EXPECT(rp_malloc_stats(&s->ms) == 0, "rp_malloc_stats failed");
+    EXPECT(rp_malloc_totals(&s->tot, sizeof s->tot) == 0, "rp_malloc_totals failed");
+    EXPECT(s->tot.cache_hits <= s->tot.allocs && s->tot.live_bytes <= s->tot.peak_live_bytes,
+           "rp_malloc_totals: %llu cache hits of %llu allocations, %zu bytes live, peak %zu",
+           (unsigned long long)s->tot.cache_hits, (unsigned long long)s->tot.allocs, s->tot.live_bytes,
+           s->tot.peak_live_bytes);
     read_arenas(s);
     const rp_malloc_stats_t *m = &s->ms;
     size_t n, in_use, os, n0, in_use0, os0;
@@ -291,8 +296,36 @@ void stats_text_check(const char *text, const stats_snapshot *before, const stat
     expect_human(retain, rp_options_get()->retain_bytes, rp_options_get()->retain_bytes, "retain_bytes");
     TEXT_EXPECT(delay == rp_options_get()->purge_delay_ms, "purge_delay_ms %u, the option says %u", delay,
                 rp_options_get()->purge_delay_ms);
+    /* The totals (rp_malloc_totals): the program's calls, the live bytes and their peak. */
+    const rp_malloc_totals_t *t0 = &before->tot, *t1 = &after->tot;
+    unsigned long long calls, hits, locked, freed;
+    char share[16], requested[24], live[24], peak[24];
     line = strtok_r(NULL, "\n", &save);
     text_line++;
-    TEXT_EXPECT(!line, "more text after the free-pages line: '%s'", line);
+    TEXT_EXPECT(line && sscanf(line, "  malloc calls %llu: %llu (%15[0-9.]%%) from thread caches, %llu through a lock; frees "
+                                     "%llu; %23s requested",
+                               &calls, &hits, share, &locked, &freed, requested) == 6,
+                "not the calls line: '%s'", line ? line : "(none)");
+    TEXT_EXPECT(between(calls, t0->allocs, t1->allocs) && hits + locked == calls && between(freed, t0->frees, t1->frees),
+                "%llu calls (%llu + %llu), %llu frees; rp_malloc_totals says %llu..%llu calls, %llu..%llu frees", calls,
+                hits, locked, freed, (unsigned long long)t0->allocs, (unsigned long long)t1->allocs,
+                (unsigned long long)t0->frees, (unsigned long long)t1->frees);
+    expect_human(requested, t0->bytes_allocated, t1->bytes_allocated, "bytes requested");
+    unsigned long long secs, ms;
+    line = strtok_r(NULL, "\n", &save);
+    text_line++;
+    TEXT_EXPECT(line && sscanf(line, "  live %23s now, peak %23s at %llu.%llu s", live, peak, &secs, &ms) == 4,
+                "not the live-bytes line: '%s'", line ? line : "(none)");
+    expect_human(live, t0->live_bytes, t1->live_bytes, "live bytes");
+    expect_human(peak, t0->peak_live_bytes, t1->peak_live_bytes, "peak live bytes");
+    line = strtok_r(NULL, "\n", &save);
+    text_line++;
+    if (t1->profiling) {
+        TEXT_EXPECT(line && strncmp(line, "  heap profile: rate ", 21) == 0, "not the heap profile line: '%s'",
+                    line ? line : "(none)");
+        line = strtok_r(NULL, "\n", &save);
+        text_line++;
+    }
+    TEXT_EXPECT(!line, "more text after the totals: '%s'", line);
     TEXT_EXPECT(text[strlen(text) - 1] == '\n', "the text does not end with a newline");
 }

@@ -18,6 +18,7 @@ typedef struct stats_snapshot {
     int has[RP_MAX_ARENAS];              /* arena i exists */
     rp_heap_stats_t arena[RP_MAX_ARENAS]; /* its counters */
     rp_ms_totals_t slab; /* the arenas' slab pools (malloc_slabs.h) */
+    rp_malloc_totals_t tot; /* rp_malloc_totals */
 } stats_snapshot;
 
 /* Reads rp_malloc_stats and every arena's rp_heap_stats, and checks what must hold between

@@ -46,6 +46,11 @@ static const opt_spec specs[] = {
     {"hardened", OPT_BOOL, OFF(hardened), 1, FL_RELEASE,
      "the hardened profile: freed memory wiped, a small quarantine with randomised reuse, write-after-free and "
      "next-header checks, guard pages between slab chunks (malloc drop-in, release)"},
+    {"stats_json", OPT_BOOL, OFF(stats_json), 1, FL_BOTH, "print the statistics at exit as JSON (rp_malloc_stats_json) instead of text (malloc drop-in)"},
+    {"temporary_ms", OPT_UINT, OFF(temporary_ms), 3600000, FL_RELEASE, "a block freed within this many milliseconds of its allocation counts as a temporary (statistics, estimated from the heap profile's samples)"},
+    {"profile", OPT_BOOL, OFF(profile), 1, FL_RELEASE, "sampled heap profiling: sampled blocks' stacks in every heap dump, for rpdump sites, flame, pprof, diff and timeline (malloc drop-in, release)"},
+    {"profile_rate", OPT_SIZE, OFF(profile_rate), (unsigned long long)1 << 40, FL_RELEASE, "mean bytes allocated between two samples of the heap profile (Poisson sampling; 0 = every allocation)"},
+    {"profile_seed", OPT_ULONG, OFF(profile_seed), ULONG_MAX, FL_RELEASE, "seed of the heap profile's random sampling intervals, 0 = a different one each run"},
     {"poison", OPT_BOOL, OFF(poison), 1, FL_DEBUG, "debug: fill fresh and freed blocks with patterns; verify the free pattern"},
     {"alloc_fill", OPT_BYTE, OFF(alloc_fill), 255, FL_DEBUG, "debug: byte written into fresh blocks"},
     {"free_fill", OPT_BYTE, OFF(free_fill), 255, FL_DEBUG, "debug: byte written into freed blocks"},
@@ -64,6 +69,9 @@ static const opt_spec specs[] = {
     {"dump_signal", OPT_SIGNAL, OFF(dump_signal), 64, FL_BOTH, "signal that requests a heap dump (e.g. SIGUSR2), 0 = off"},
     {"dump_at_exit", OPT_BOOL, OFF(dump_at_exit), 1, FL_BOTH, "write a heap dump at exit"},
     {"dump_path", OPT_PATH, OFF(dump_path), 0, FL_BOTH, "dump file pattern (%p = pid, %n = sequence number)"},
+    {"dump_interval", OPT_UINT, OFF(dump_interval), 86400 * 366, FL_BOTH, "write a heap dump every this many seconds, 0 = off"},
+    {"dump_on_peak", OPT_BOOL, OFF(dump_on_peak), 1, FL_BOTH, "write a heap dump each time the live bytes pass the last such dump's by dump_peak_step (malloc drop-in)"},
+    {"dump_peak_step", OPT_SIZE, OFF(dump_peak_step), (unsigned long long)1 << 46, FL_BOTH, "growth of the live bytes between two dumps of dump_on_peak"},
     {"help", OPT_BOOL, OFF(help), 1, FL_BOTH, "print this list of keys on stderr when the options are read"},
     {"verbose", OPT_BOOL, OFF(verbose), 1, FL_BOTH, "print the effective value of every key on stderr when the options are read"},
 };
@@ -122,6 +130,9 @@ void rp_options_defaults(rp_options *o)
     o->mapped_block_bytes = (size_t)32 << 20;
     o->huge_pages = 1;
     o->slabs = 1;
+    o->temporary_ms = 10;
+    o->profile_rate = (size_t)512 << 10;
+    o->dump_peak_step = (size_t)16 << 20;
     o->poison = 1;
     o->alloc_fill = 0xbe;
     o->free_fill = 0x6b;
@@ -395,8 +406,56 @@ static int is_guard_sample(const char *item, size_t n)
     return word_is(key, klen, "guard") && word_is(val, vlen, "sample");
 }
 
+/* The parts of rampart beyond the flavour that act on a key: a library that lacks the part (the
+ * core without the malloc drop-in, without the dump writer, ...) stores the key and warns once. */
+typedef struct key_parts {
+    const char *name;
+    unsigned parts; /* RP_OPTIONS_PART_*: all of them are needed */
+} key_parts;
+
+static const key_parts needs[] = {
+    {"cache_bytes", RP_OPTIONS_PART_MALLOC},      {"free_batch", RP_OPTIONS_PART_MALLOC},
+    {"retain_bytes", RP_OPTIONS_PART_MALLOC},     {"purge_delay_ms", RP_OPTIONS_PART_MALLOC},
+    {"mapped_block_bytes", RP_OPTIONS_PART_MALLOC}, {"huge_pages", RP_OPTIONS_PART_MALLOC},
+    {"slabs", RP_OPTIONS_PART_MALLOC},            {"stats", RP_OPTIONS_PART_MALLOC},
+    {"arenas", RP_OPTIONS_PART_MALLOC},           {"ignore_foreign_free", RP_OPTIONS_PART_MALLOC},
+    {"stats_json", RP_OPTIONS_PART_MALLOC},       {"hardened", RP_OPTIONS_PART_MALLOC},
+    {"temporary_ms", RP_OPTIONS_PART_PROFILE},
+    {"profile", RP_OPTIONS_PART_PROFILE},         {"profile_rate", RP_OPTIONS_PART_PROFILE},
+    {"profile_seed", RP_OPTIONS_PART_PROFILE},    {"dump_signal", RP_OPTIONS_PART_DUMP},
+    {"dump_at_exit", RP_OPTIONS_PART_DUMP},       {"dump_path", RP_OPTIONS_PART_DUMP},
+    {"dump_interval", RP_OPTIONS_PART_DUMP},      {"dump_on_peak", RP_OPTIONS_PART_DUMP | RP_OPTIONS_PART_MALLOC},
+    {"dump_peak_step", RP_OPTIONS_PART_DUMP | RP_OPTIONS_PART_MALLOC},
+    /* Guard pages are the debug runtime's (debug/config.c) so far. */
+    {"guard", RP_OPTIONS_PART_DEBUG_RUNTIME},     {"guard_left", RP_OPTIONS_PART_DEBUG_RUNTIME},
+};
+
+static const char *const part_names[] = {"the malloc drop-in (//src/malloc:rampart_malloc)",
+                                         "the dump writer (//debug:dump)", "the release heap profiler",
+                                         "the debug runtime's guard pages"};
+
+/* The parts in needed that are missing from `parts`, or 0 (and the first one's name). */
+static unsigned missing_parts(const char *key, size_t klen, unsigned parts, const char **name)
+{
+    for (size_t i = 0; i < sizeof needs / sizeof needs[0]; i++) {
+        if (!word_is(key, klen, needs[i].name))
+            continue;
+        unsigned miss = needs[i].parts & ~parts;
+        if (miss)
+            *name = part_names[__builtin_ctz(miss)];
+        return miss;
+    }
+    return 0;
+}
+
 int rp_options_parse_as(const char *text, rp_options *o, rp_options_flavour flavour, rp_option_warn_fn fn,
                         void *arg)
+{
+    return rp_options_parse_in(text, o, flavour, RP_OPTIONS_PARTS_ALL, fn, arg);
+}
+
+int rp_options_parse_in(const char *text, rp_options *o, rp_options_flavour flavour, unsigned parts,
+                        rp_option_warn_fn fn, void *arg)
 {
     struct warner w = {fn, arg, 0};
     uint64_t noted = 0; /* keys already warned about as unused by the flavour */
@@ -440,10 +499,14 @@ int rp_options_parse_as(const char *text, rp_options *o, rp_options_flavour flav
                     warn(&w, "RAMPART_OPTIONS: unknown key '%s'; ignored", shown);
                 } else {
                     uint64_t bit = (uint64_t)1 << (sp - specs);
+                    const char *part = NULL;
                     if (!used_by(sp, flavour) && !(noted & bit)) {
                         noted |= bit;
                         warn(&w, "RAMPART_OPTIONS: %s has no effect in the %s flavour (a %s-flavour key)", sp->name,
                              flavour_name(flavour), flavour_names[sp->flavours]);
+                    } else if (!(noted & bit) && missing_parts(key, klen, parts, &part)) {
+                        noted |= bit;
+                        warn(&w, "RAMPART_OPTIONS: %s has no effect in this library: it needs %s", sp->name, part);
                     }
                     apply(sp, val, vlen, o, &w);
                 }
@@ -570,6 +633,25 @@ static void line_to_stderr(const char *line, void *arg)
     }
 }
 
+/* Defined by the parts a library may have (weak: absent parts read as NULL). */
+extern const char rp_options_part_malloc __attribute__((weak));  /* src/malloc/arena.c */
+extern const char rp_options_part_dump __attribute__((weak));    /* debug/dump_trigger.c */
+extern const char rp_options_part_profile __attribute__((weak)); /* src/malloc/profile.c */
+
+unsigned rp_options_parts_linked(void)
+{
+    unsigned parts = 0;
+    if (&rp_options_part_malloc)
+        parts |= RP_OPTIONS_PART_MALLOC;
+    if (&rp_options_part_dump)
+        parts |= RP_OPTIONS_PART_DUMP;
+    if (&rp_options_part_profile && rp_options_flavour_built() == RP_OPTIONS_RELEASE)
+        parts |= RP_OPTIONS_PART_PROFILE;
+    if (rp_options_flavour_built() == RP_OPTIONS_DEBUG)
+        parts |= RP_OPTIONS_PART_DEBUG_RUNTIME;
+    return parts;
+}
+
 static rp_options process_options;
 static pthread_once_t options_once = PTHREAD_ONCE_INIT;
 
@@ -577,7 +659,8 @@ static void options_init(void)
 {
     rp_options_defaults(&process_options);
     rp_options_flavour flavour = rp_options_flavour_built();
-    rp_options_parse_as(getenv("RAMPART_OPTIONS"), &process_options, flavour, line_to_stderr, NULL);
+    rp_options_parse_in(getenv("RAMPART_OPTIONS"), &process_options, flavour, rp_options_parts_linked(),
+                        line_to_stderr, NULL);
     char title[120];
     if (process_options.help) {
         snprintf(title, sizeof title,

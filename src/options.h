@@ -39,6 +39,14 @@ typedef struct rp_options {
                                   out is counted and ignored instead of reported (default 0) */
     int hardened;              /* hardened: the hardened profile (malloc drop-in, release;
                                   src/malloc/hardened.h; default 0) */
+    int stats_json;            /* stats_json: the exit statistics as JSON (default 0) */
+    unsigned temporary_ms;     /* temporary_ms: a block freed within this many ms of its
+                                  allocation is a temporary (statistics; default 10) */
+    /* heap profiler (release malloc drop-in, src/malloc/profile.h) */
+    int profile;               /* profile: sampled heap profiling (default 0) */
+    size_t profile_rate;       /* profile_rate: mean bytes between samples (default 512K; 0 =
+                                  every allocation) */
+    unsigned long profile_seed; /* profile_seed: seed of the sampling intervals, 0 = random */
     /* debug flavour */
     int poison;                /* poison: fill fresh and freed blocks (default 1) */
     unsigned alloc_fill;       /* alloc_fill: byte for fresh blocks (default 0xbe) */
@@ -68,6 +76,10 @@ typedef struct rp_options {
     int dump_at_exit;          /* dump_at_exit: write a dump at exit (default 0) */
     char dump_path[RP_OPTION_PATH_MAX]; /* dump_path: pattern, %p = pid, %n = sequence
                                            (default rampart.%p.%n.rpd) */
+    unsigned dump_interval;    /* dump_interval: a dump every this many seconds, 0 = off */
+    int dump_on_peak;          /* dump_on_peak: a dump each time live bytes pass the last peak
+                                  dump's by dump_peak_step (default 0) */
+    size_t dump_peak_step;     /* dump_peak_step: see dump_on_peak (default 16M) */
     /* about the options themselves */
     int help;                  /* help: print every key, its meaning, default and flavours */
     int verbose;               /* verbose: print the effective values */
@@ -93,7 +105,25 @@ int rp_options_fault_signal(int sig);
  * is fine. */
 int rp_options_parse(const char *text, rp_options *o, rp_option_warn_fn warn, void *arg);
 
-/* rp_options_parse as the given flavour would (tests and the fuzz oracle run both). */
+/* Parts of rampart a library may lack, beyond its flavour: a key acted on by a part the
+ * library does not have is stored and warned about once, as a key of the other flavour is. */
+enum {
+    RP_OPTIONS_PART_MALLOC = 1,        /* the malloc drop-in (src/malloc) */
+    RP_OPTIONS_PART_DUMP = 2,          /* the dump writer (debug/dump_*) */
+    RP_OPTIONS_PART_PROFILE = 4,       /* the release drop-in's heap profiler */
+    RP_OPTIONS_PART_DEBUG_RUNTIME = 8, /* the debug runtime (guard pages) */
+    RP_OPTIONS_PARTS_ALL = 15
+};
+
+/* The parts linked into this library (what the process's options are checked against). */
+unsigned rp_options_parts_linked(void);
+
+/* rp_options_parse_as for a library holding only `parts` (RP_OPTIONS_PART_*). */
+int rp_options_parse_in(const char *text, rp_options *o, rp_options_flavour flavour, unsigned parts,
+                        rp_option_warn_fn warn, void *arg);
+
+/* rp_options_parse as the given flavour would with every part (tests and the fuzz oracle run
+ * both flavours). */
 int rp_options_parse_as(const char *text, rp_options *o, rp_options_flavour flavour, rp_option_warn_fn warn,
                         void *arg);
 

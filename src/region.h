@@ -76,6 +76,10 @@ enum {
      * always cleared before the block goes back to the heap. Other bits of a LARGE head's
      * flags are left over from its FREE past and mean nothing. */
     RP_PAGEF_CACHED = 2,
+    /* LARGE head: the program holds the block and the malloc drop-in's heap profiler sampled it
+     * (src/malloc/profile.h). Set by the profiler after the allocation, cleared when the block
+     * is freed or moved; relaxed atomic byte stores as for RP_PAGEF_CACHED. */
+    RP_PAGEF_SAMPLED = 4,
 };
 
 #define RP_REGION_MAGIC 0x72616d7061727452ull /* "Rtrapmar" */

@@ -1,6 +1,6 @@
 /* Dump format compatibility (debug/DUMP_FORMAT.md, "Compatibility"): this writer's files are
- * version 1.3, which may carry a samples section (the heap profiler's; tested in
- * dump_samples_test), whose process record carries the dump time's nanoseconds (since 1.2)
+ * version 1.4 (1.4 named the interval and peak dump reasons), which may carry a samples section
+ * (since 1.3, the heap profiler's; tested in dump_samples_test), whose process record carries the dump time's nanoseconds (since 1.2)
  * and whose heap record ends with purge_delay_ms (368 bytes, since 1.1); rpdump still reads
  * 1.2 files, 1.1 files (no nanoseconds) and 1.0 files, whose heap record stops before
  * purge_delay_ms (360 bytes), and says a field is not recorded instead of inventing a value.
@@ -84,7 +84,7 @@ static void test_synthetic_1_0_to_1_3(void)
     const char *now = tmp_path("compat-1.2.rpd");
     REQUIRE(synth_write(&s, now) == 0);
     CHECK(heap_record_bytes(now) == RPD_HEAP_BYTES && RPD_HEAP_BYTES == 368);
-    check_summary(now, "1.3", "123456789", "5000", 3);
+    check_summary(now, "1.4", "123456789", "5000", 3);
 
     s.version_1_2 = 1;
     const char *v12 = tmp_path("compat-1.2.rpd");

@@ -96,7 +96,7 @@ static void foreach_sample(void *ctx, rp_dump_sample_fn put, void *arg)
     for (size_t i = 0; i < nsamples; i++) {
         if (!samples[i].live)
             continue;
-        rp_dump_sample s = {samples[i].addr, samples[i].size, RATE, samples[i].alloc_ns, samples[i].stack};
+        rp_dump_sample s = {samples[i].addr, samples[i].size, RATE, samples[i].alloc_ns, samples[i].stack, 0};
         if (put(arg, &s))
             return;
     }
@@ -280,8 +280,8 @@ static void check_malformed(const char *path)
            r.status, r.err);
     tool_run_free(&r);
     rpd_put32(entry + 32, RPD_SAMPLE_BYTES);
-    /* reserved flags */
-    rpd_put32(buf + samples_sec.offset + 36, 1);
+    /* reserved flags (bit 0 says "a slab block") */
+    rpd_put32(buf + samples_sec.offset + 36, 2);
     REQUIRE(dump_reseal(buf, len) == 0 && write_file(bad, buf, len) == 0);
     rpdump_run(&r, "sites", bad, NULL);
     CHECKF(r.status == 2 && strstr(r.err, "reserved"), "%d %s", r.status, r.err);
@@ -361,7 +361,7 @@ int main(int argc, char **argv)
     dump_to(h, c);
     v = rpdump_json(&r, "summary", "--json", c, NULL);
     CHECK(v && jv_path(v, "samples") && jv_u64(jv_path(v, "samples.count")) == 0 &&
-          !strcmp(jv_str(jv_get(v, "version")), "1.3"));
+          !strcmp(jv_str(jv_get(v, "version")), "1.4"));
     jv_free(v);
     tool_run_free(&r);
     v = rpdump_json(&r, "sites", "--json", c, NULL);

@@ -37,6 +37,40 @@ static int child(const char *what)
     return 0;
 }
 
+/* A key acted on by a part of rampart the library lacks (the malloc drop-in, the dump writer,
+ * the release heap profiler, the debug runtime's guard pages) is stored and warned about once;
+ * with every part, not at all. */
+static void parts(void)
+{
+    rp_options o;
+    rp_options_defaults(&o);
+    int n = 0;
+    CHECK(rp_options_parse_in("dump_at_exit=1:dump_interval=5:dump_at_exit=1", &o, RP_OPTIONS_RELEASE,
+                              RP_OPTIONS_PART_MALLOC, record, &n) == 2);
+    CHECK(o.dump_at_exit == 1 && o.dump_interval == 5);
+    CHECKF(strstr(last, "dump_interval has no effect in this library: it needs the dump writer"), "%s", last);
+    n = 0;
+    CHECK(rp_options_parse_in("cache_bytes=64K:stats=1:profile=1", &o, RP_OPTIONS_RELEASE, RP_OPTIONS_PART_DUMP,
+                              record, &n) == 3);
+    CHECKF(strstr(last, "profile has no effect in this library: it needs the release heap profiler"), "%s", last);
+    n = 0;
+    CHECK(rp_options_parse_in("dump_on_peak=1", &o, RP_OPTIONS_RELEASE, RP_OPTIONS_PART_DUMP, record, &n) == 1);
+    CHECKF(strstr(last, "needs the malloc drop-in"), "%s", last);
+    /* guard pages are the debug runtime's so far: warned about in release */
+    n = 0;
+    CHECK(rp_options_parse_in("guard=all", &o, RP_OPTIONS_RELEASE, RP_OPTIONS_PARTS_ALL & ~RP_OPTIONS_PART_DEBUG_RUNTIME,
+                              record, &n) == 1 && o.guard == 1);
+    /* the flavour's warning comes first, and only once */
+    n = 0;
+    CHECK(rp_options_parse_in("profile=1:profile=0", &o, RP_OPTIONS_DEBUG, 0, record, &n) == 1);
+    CHECKF(strstr(last, "profile has no effect in the debug flavour"), "%s", last);
+    n = 0;
+    CHECK(rp_options_parse_in("profile=1:dump_on_peak=1:stats_json=1:cache_bytes=1M", &o, RP_OPTIONS_RELEASE,
+                              RP_OPTIONS_PARTS_ALL, record, &n) == 0);
+    /* this test links the heap core alone */
+    CHECK(rp_options_parts_linked() == 0);
+}
+
 static void separators_and_blanks(void)
 {
     rp_options o;
@@ -243,6 +277,7 @@ int main(int argc, char **argv)
     CHECK(count >= 16 && strcmp(docs[0].name, "cache_bytes") == 0);
 
     separators_and_blanks();
+    parts();
     flavours();
     help_and_describe();
     TEST_MAIN_END();

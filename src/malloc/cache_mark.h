@@ -4,7 +4,9 @@
  * a block's user pointer: the slab space's marks array (slab.h) for slab blocks, and each
  * arena region's own reservation (rp_region.cache_marks, region.h) for span blocks. A mark is
  * 1 while a thread cache (a class bin or a run) or a transfer cache holds the block, and 0
- * while the program has it or it is free in its heap or pool. free() reads it and sets it,
+ * while the program has it or it is free in its heap or pool; 2 while the program has it and
+ * the heap profiler sampled it (profile.h), so that free() recognises a sampled block by the
+ * same test that finds a cached one. free() reads it and sets it,
  * malloc clears it: so a second free of a cached block, and a free of a block a cache took but
  * never handed out, are recognised whatever the program wrote into the block or past its end
  * (the marks are mappings of their own, far from every block), and nothing is written into a
@@ -45,8 +47,16 @@ static inline uint8_t *rp_cache_mark(const void *p)
     return r ? rp_cache_mark_in(r, p) : NULL;
 }
 
-static inline int rp_cache_marked(const uint8_t *m) { return __atomic_load_n(m, __ATOMIC_RELAXED) != 0; }
-static inline void rp_cache_mark_set(uint8_t *m) { __atomic_store_n(m, 1, __ATOMIC_RELAXED); }
+/* A mark's values: 0 the program holds the block (or it is free in its heap or pool), 1 a cache
+ * holds it, 2 the program holds it and the heap profiler sampled it (profile.h). */
+enum { RP_CACHE_MARK_CACHED = 1, RP_CACHE_MARK_SAMPLED = 2 };
+
+/* A cache holds the block (T4 in thread_cache.h). */
+static inline int rp_cache_marked(const uint8_t *m) { return __atomic_load_n(m, __ATOMIC_RELAXED) == RP_CACHE_MARK_CACHED; }
+/* Cached or sampled: free()'s one test for both, the second sorted out of line. */
+static inline int rp_cache_mark_busy(const uint8_t *m) { return __atomic_load_n(m, __ATOMIC_RELAXED) != 0; }
+static inline void rp_cache_mark_put(uint8_t *m, uint8_t v) { __atomic_store_n(m, v, __ATOMIC_RELAXED); }
+static inline void rp_cache_mark_set(uint8_t *m) { __atomic_store_n(m, RP_CACHE_MARK_CACHED, __ATOMIC_RELAXED); }
 static inline void rp_cache_mark_clear(uint8_t *m) { __atomic_store_n(m, 0, __ATOMIC_RELAXED); }
 
 #endif

@@ -28,6 +28,7 @@
 #include "free_batch.h"
 #include "malloc_slabs.h"
 #include "malloc_stats.h"
+#include "profile.h"
 #include "rampart_malloc.h"
 #include "size_class.h"
 #include "src/header_snapshot.h"
@@ -151,10 +152,16 @@ static rp_tcache *cache_for_slow_path(rp_heap **h)
     return tc;
 }
 
+static inline void *aligned_impl(size_t align, size_t size);
+
 static RP_NOINLINE void *alloc_general(size_t size, size_t align)
 {
     rp_heap *h;
+    /* A thread with a cache counted this allocation (rp_tc_tick). */
+    int counted = rp_tc_self != NULL;
     rp_tcache *tc = cache_for_slow_path(&h);
+    if (!counted && tc) /* the thread's first allocation made its cache: counted now */
+        return aligned_impl(align, size);
     if (tc && size <= RP_MAX_REQUEST) {
         void *p = aligned_cached(tc, align, size);
         if (p)
@@ -162,10 +169,15 @@ static RP_NOINLINE void *alloc_general(size_t size, size_t align)
         /* A class bin with no block aligned enough refills (with blocks of that alignment). */
         if (size <= TC_MAX_REQUEST && align <= RP_TC_MAX_BLOCK && !rp_wants_pages(h, size, align)) {
             unsigned c = aligned_class(tc, size, align);
-            if (c < RP_TC_CLASSES)
+            if (c < RP_TC_CLASSES) {
+                if (counted)
+                    rp_tc_count_miss(tc);
                 return rp_tc_refill(tc, c, size, align);
+            }
         }
     }
+    if (counted)
+        rp_tc_count_miss(tc);
     return rp_alloc(h, size, align);
 }
 
@@ -176,6 +188,7 @@ static RP_NOINLINE void *malloc_miss(rp_tcache *tc, unsigned c, size_t size)
     rp_malloc_free_collected(tc);
     if (tc->bins[c].count != 0)
         return rp_tc_pop(tc, c);
+    rp_tc_count_miss(tc);
     return rp_tc_refill(tc, c, size, RP_MIN_ALIGN);
 }
 
@@ -200,9 +213,10 @@ static RP_NOINLINE void *malloc_zero(void)
     return tc ? malloc_cached(tc, 1) : alloc_general(1, RP_MIN_ALIGN);
 }
 
-static inline void *malloc_impl(size_t size)
+/* malloc for the thread's cache tc (NULL: none yet, or no more), without counting it or running
+ * the clock: malloc_impl does that first. */
+static inline __attribute__((always_inline)) void *malloc_body(rp_tcache *tc, size_t size)
 {
-    rp_tcache *tc = rp_tc_self;
     /* 1 .. SMALL_REQUEST bytes (size 0 wraps around and takes malloc_cached): the class is
      * then (size - 1) / 16, min_align_class without its test for 0. */
     if (RP_LIKELY(size - 1 < SMALL_REQUEST && RP_HOOK_PREFIX == 0)) {
@@ -221,14 +235,44 @@ static inline void *malloc_impl(size_t size)
     return alloc_general(size, RP_MIN_ALIGN);
 }
 
-/* align: a power of two. */
-static inline void *aligned_impl(size_t align, size_t size)
+/* An aligned allocation (align a power of two) for tc, not counted (see malloc_body). */
+static inline __attribute__((always_inline)) void *aligned_body(rp_tcache *tc, size_t align, size_t size)
 {
     if (align <= RP_MIN_ALIGN)
-        return malloc_impl(size);
-    rp_tcache *tc = rp_tc_self;
+        return malloc_body(tc, size);
     void *p = RP_LIKELY(tc != NULL) ? aligned_cached(tc, align, size) : NULL;
     return p ? p : alloc_general(size, align);
+}
+
+/* An allocation whose clock ran out (profile.h): the clock's event, then the allocation, then,
+ * when it is sampled, its record. ra: the entry point's return address (profile_stack.h). */
+static RP_NOINLINE void *alloc_sampled(size_t align, size_t size, const void *ra)
+{
+    rp_tcache *tc = rp_tc_self;
+    int sample = rp_prof_event(&tc->clock, size);
+    void *p = aligned_body(tc, align, size);
+    rp_prof_after_event(p, size, ra, sample);
+    return p;
+}
+
+/* Every allocation through a cache counts and runs the clock first (profile.h): a subtraction
+ * and a sign test on the fast path. The entry points the program calls inline these, so the
+ * return address is the program's. */
+static inline __attribute__((always_inline)) void *malloc_impl(size_t size)
+{
+    rp_tcache *tc = rp_tc_self;
+    if (RP_LIKELY(tc != NULL) && RP_UNLIKELY(rp_tc_tick(tc, size)))
+        return alloc_sampled(RP_MIN_ALIGN, size, __builtin_return_address(0));
+    return malloc_body(tc, size);
+}
+
+/* align: a power of two. */
+static inline __attribute__((always_inline)) void *aligned_impl(size_t align, size_t size)
+{
+    rp_tcache *tc = rp_tc_self;
+    if (RP_LIKELY(tc != NULL) && RP_UNLIKELY(rp_tc_tick(tc, size)))
+        return alloc_sampled(align, size, __builtin_return_address(0));
+    return aligned_body(tc, align, size);
 }
 
 /* ---- pointer classification ------------------------------------------------------------ */
@@ -324,8 +368,21 @@ static RP_NOINLINE void free_foreign(void *p)
 static RP_NOINLINE void free_direct(void *p)
 {
     int saved = errno;
+    rp_prof_forget(p); /* blocks without a mark (profile.h); nothing to do without samples */
     rp_free(p);
     errno = saved;
+}
+
+/* free() found p's cache mark set: a sampled block (profile.h) is forgotten and freed as any
+ * other (1); a cached one is a double free, reported (0). */
+static RP_NOINLINE int free_marked(void *p, const uint8_t *mark)
+{
+    if (__atomic_load_n(mark, __ATOMIC_RELAXED) == RP_CACHE_MARK_SAMPLED) {
+        rp_prof_forget_marked(p);
+        return 1;
+    }
+    report_cached(p, "free");
+    return 0;
 }
 
 /* Caches the live arena span block p of size bytes (or reports it if it is cached already);
@@ -348,10 +405,8 @@ static inline void free_span_block(rp_tcache *tc, void *p, size_t size, uint8_t 
         }
         bin = &tc->bins[c];
     }
-    if (RP_UNLIKELY(rp_cache_marked(mark))) {
-        report_cached(p, "free");
+    if (RP_UNLIKELY(rp_cache_mark_busy(mark)) && !free_marked(p, mark))
         return;
-    }
     if (RP_UNLIKELY(tc->hardened)) {
         rp_hq_put_class(tc, bin, p, mark, size - RP_USER_OFFSET);
         return;
@@ -374,10 +429,8 @@ static inline __attribute__((always_inline)) void free_slab_block(rp_tcache *tc,
     /* The bin of its class: a span block of the same usable size is a header longer. */
     rp_tc_bin *bin = rp_tc_small_bin_of_block(tc, stride + RP_USER_OFFSET);
     uint8_t *mark = tc->slab_marks + (((uintptr_t)p - tc->slab_lo) >> 4);
-    if (RP_UNLIKELY(rp_cache_marked(mark))) {
-        report_cached(p, "free");
+    if (RP_UNLIKELY(rp_cache_mark_busy(mark)) && !free_marked(p, mark))
         return;
-    }
     if (RP_UNLIKELY(tc->hardened)) {
         rp_hq_put_class(tc, bin, p, mark, stride);
         return;
@@ -407,6 +460,7 @@ static RP_NOINLINE void free_slab_slow(void *p)
         report_cached(p, "free");
         return;
     }
+    rp_prof_forget(p);
     int saved = errno;
     rp_ms_give_back(rp_ms_owner(d), &p, 1);
     errno = saved;
@@ -485,6 +539,8 @@ static RP_NOINLINE void free_slow(void *p)
  * frame. */
 static RP_NOINLINE void free_page_aligned(void *p)
 {
+    if (rp_tc_self) /* counted here (a thread without a cache comes back once it has one) */
+        rp_tc_count_frees(rp_tc_self, 1);
     rp_region *r = rp_pagemap_lookup(p);
     if (RP_UNLIKELY(r == NULL || !(r->heap->flags & RP_HEAP_MALLOC_ARENA))) {
         free_slow(p);
@@ -495,9 +551,12 @@ static RP_NOINLINE void free_page_aligned(void *p)
         free_slow(p);
         return;
     }
-    if (RP_UNLIKELY(rp_tc_page_cached(d))) {
-        report_cached(p, "free");
-        return;
+    if (RP_UNLIKELY(rp_tc_page_flagged(d))) {
+        if (rp_tc_page_cached(d)) {
+            report_cached(p, "free");
+            return;
+        }
+        rp_prof_forget_marked(p); /* sampled (profile.h) */
     }
     rp_tcache *tc = rp_tc_self;
     if (RP_UNLIKELY(!tc)) {
@@ -557,6 +616,7 @@ static RP_NOINLINE void examine_collected(rp_tcache *tc, uint32_t n)
     void *rest[RP_TC_FREED_MAX];
     void *const *batch = tc->freed;
     tc->freed_n = 0;
+    rp_tc_count_frees(tc, n);
     const uintptr_t slab_lo = tc->slab_lo;
     const uint64_t *slab_meta = tc->slab_meta, *slab_bits = tc->slab_bits;
     uint8_t *slab_marks = tc->slab_marks;
@@ -569,7 +629,7 @@ static RP_NOINLINE void examine_collected(rp_tcache *tc, uint32_t n)
             rp_tc_bin *bin = rp_tc_small_bin_of_block(tc, stride + RP_USER_OFFSET);
             uint8_t *mark = slab_marks + (off >> 4);
             size_t count = bin->count;
-            if (RP_LIKELY(!rp_cache_marked(mark) && count < bin->limit && !hardened)) {
+            if (RP_LIKELY(!rp_cache_mark_busy(mark) && count < bin->limit && !hardened)) {
                 bin->slots[count] = p;
                 __atomic_store_n(&bin->count, (uint32_t)(count + 1), __ATOMIC_RELAXED);
                 rp_cache_mark_set(mark);
@@ -618,13 +678,16 @@ static inline __attribute__((always_inline)) void free_impl(void *p)
      * page-aligned or the slow path at its call. */
     if (RP_LIKELY(tc != NULL && ((uintptr_t)p & (RP_GRANULE - 1)) == 0)) {
         if (RP_LIKELY((uintptr_t)p - tc->slab_lo < tc->slab_len)) {
-            if (RP_HOOK_PREFIX == 0 && (uintptr_t)p - tc->near_lo >= tc->near_len)
-                collect_free(tc, p);
-            else
+            if (RP_HOOK_PREFIX == 0 && (uintptr_t)p - tc->near_lo >= tc->near_len) {
+                collect_free(tc, p); /* counted when examined */
+            } else {
+                rp_tc_count_frees(tc, 1);
                 free_slab_block(tc, p);
+            }
             return;
         }
         if (((uintptr_t)p & (RP_PAGE_SIZE - RP_GRANULE)) != 0) {
+            rp_tc_count_frees(tc, 1);
             free_span_examined(tc, p);
             return;
         }
@@ -688,6 +751,30 @@ static RP_NOINLINE void *realloc_zero(void *p, size_t size)
     return q;
 }
 
+/* realloc by the heap (rp_realloc: larger blocks grow or shrink in place, or move): an
+ * allocation and a free for the counts and the clock (profile.h). A sample of p is forgotten
+ * before the heap may free p's memory for another thread to reuse; a sampled new block is
+ * recorded. */
+static RP_NOINLINE void *realloc_core(void *p, size_t size, const void *ra)
+{
+    rp_tcache *tc = rp_tc_self;
+    int event = 0, sample = 0;
+    if (tc) {
+        rp_tc_count_frees(tc, 1);
+        rp_tc_count_miss(tc);
+        if ((event = rp_tc_tick(tc, size)) != 0)
+            sample = rp_prof_event(&tc->clock, size);
+    }
+    rp_prof_saved saved;
+    int was_sampled = rp_prof_detach(p, &saved);
+    void *q = rp_realloc(NULL, p, size);
+    if (was_sampled)
+        rp_prof_reattach(&saved, q);
+    if (event)
+        rp_prof_after_event(q, size, ra, sample);
+    return q;
+}
+
 static void *realloc_impl(void *p, size_t size)
 {
     if (!p)
@@ -728,7 +815,7 @@ static void *realloc_impl(void *p, size_t size)
             return q;
         }
     }
-    return rp_realloc(NULL, p, size);
+    return realloc_core(p, size, __builtin_return_address(0));
 }
 
 /* ---- the C and POSIX functions ----------------------------------------------------------- */
@@ -739,11 +826,20 @@ void free(void *p) { free_impl(p); }
 
 /* calloc of more than the page bins hold: from the heap, which knows whether the pages are
  * fresh from the OS (zero already, not to be faulted in by a memset: rp_calloc). */
-static RP_NOINLINE void *calloc_from_heap(size_t total)
+static RP_NOINLINE void *calloc_from_heap(size_t total, const void *ra)
 {
     rp_heap *h;
-    cache_for_slow_path(&h);
-    return rp_calloc(h, 1, total, 0);
+    rp_tcache *tc = cache_for_slow_path(&h);
+    int event = 0, sample = 0;
+    if (tc) {
+        rp_tc_count_miss(tc);
+        if ((event = rp_tc_tick(tc, total)) != 0)
+            sample = rp_prof_event(&tc->clock, total);
+    }
+    void *p = rp_calloc(h, 1, total, 0);
+    if (event)
+        rp_prof_after_event(p, total, ra, sample);
+    return p;
 }
 
 void *calloc(size_t n, size_t size)
@@ -754,7 +850,7 @@ void *calloc(size_t n, size_t size)
         return NULL;
     }
     if (total > ((size_t)RP_TC_PAGE_BINS << RP_PAGE_SHIFT))
-        return calloc_from_heap(total);
+        return calloc_from_heap(total, __builtin_return_address(0));
     void *p = malloc_impl(total);
     if (p)
         memset(p, 0, total);
@@ -773,13 +869,15 @@ void *reallocarray(void *p, size_t n, size_t size)
     return realloc_impl(p, total);
 }
 
-/* posix_memalign for what aligned_cached cannot serve: the general path may set errno, which
- * posix_memalign must leave alone. */
-static RP_NOINLINE int posix_memalign_general(void **out, size_t align, size_t size)
+/* posix_memalign for what aligned_cached cannot serve, or (ra non-NULL) an allocation whose
+ * clock ran out (alloc_sampled): the general path may set errno, which posix_memalign must
+ * leave alone. */
+static RP_NOINLINE int posix_memalign_general(void **out, size_t align, size_t size, const void *ra)
 {
     int *err = &errno;
     int saved = *err;
-    void *p = aligned_impl(align, size);
+    rp_tcache *tc = rp_tc_self;
+    void *p = ra ? alloc_sampled(align, size, ra) : aligned_body(tc, align, size);
     *err = saved;
     if (!p)
         return ENOMEM;
@@ -793,12 +891,14 @@ int posix_memalign(void **out, size_t align, size_t size)
     if (align < sizeof(void *) || (align & (align - 1)) != 0)
         return EINVAL;
     rp_tcache *tc = rp_tc_self;
+    if (RP_LIKELY(tc != NULL) && RP_UNLIKELY(rp_tc_tick(tc, size)))
+        return posix_memalign_general(out, align, size, __builtin_return_address(0));
     void *p = RP_LIKELY(tc != NULL) ? aligned_cached(tc, align, size) : NULL;
     if (RP_LIKELY(p != NULL)) {
         *out = p;
         return 0;
     }
-    return posix_memalign_general(out, align, size);
+    return posix_memalign_general(out, align, size, NULL);
 }
 
 void *aligned_alloc(size_t align, size_t size)

@@ -9,8 +9,14 @@
 #include "arena.h"
 #include "malloc_fork.h"
 #include "malloc_stats.h"
+#include "malloc_totals.h"
+#include "profile.h"
 #include "src/options.h"
 #include "thread_cache.h"
+
+/* Tells the options parser that this library has the malloc drop-in (src/options.c). */
+extern const char rp_options_part_malloc;
+const char rp_options_part_malloc = 1;
 
 static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
 static int ready; /* atomic: set-up complete */
@@ -20,7 +26,13 @@ static __thread int in_init __attribute__((tls_model("initial-exec")));
  * stderr in their own exit handlers (which run before this one). */
 static int stats_fd = -1;
 
-static void stats_at_exit(void) { rp_malloc_stats_print_fd(stats_fd); }
+static void stats_at_exit(void)
+{
+    if (rp_options_get()->stats_json)
+        rp_malloc_stats_json_fd(stats_fd);
+    else
+        rp_malloc_stats_print_fd(stats_fd);
+}
 
 int rp_malloc_ready(void) { return __atomic_load_n(&ready, __ATOMIC_ACQUIRE); }
 
@@ -37,7 +49,9 @@ int rp_malloc_init(void)
          * allocate (pthread_atfork, atexit): in_init sends those allocations to arena 0. */
         if (rp_arenas_setup() && rp_tc_setup() == 0) {
             rp_malloc_fork_install();
-            if (rp_options_get()->stats) {
+            rp_malloc_totals_setup();
+            rp_prof_setup();
+            if (rp_options_get()->stats || rp_options_get()->stats_json) {
                 stats_fd = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
                 if (stats_fd >= 0)
                     atexit(stats_at_exit);

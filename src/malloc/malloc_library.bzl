@@ -4,15 +4,17 @@ an LD_PRELOAD library."""
 
 load("@rules_cc//cc:defs.bzl", "cc_library")
 
-def rampart_malloc_library(name, srcs, copts, alwayslink = False, deps = [], visibility = None):
+def rampart_malloc_library(name, srcs, copts, alwayslink = False, deps = [], linkopts = [], visibility = None):
     cc_library(
         name = name,
         srcs = srcs,
         hdrs = ["rampart_malloc.h"],
         alwayslink = alwayslink,
         copts = copts,
-        linkopts = ["-pthread"],
+        # -lm: the heap profiler's sampling intervals (profile.c), compiled in both flavours.
+        linkopts = ["-pthread", "-lm"] + linkopts,
         strip_include_prefix = "/src/malloc",
         visibility = visibility,
-        deps = deps + ["//src:internal_headers", "//src:rampart_header"],
+        # rampart_dump.h is part of the drop-in's API (heap dumps, the heap profile).
+        deps = deps + ["//debug:drop_in_interfaces", "//debug:dump_api", "//src:internal_headers", "//src:rampart_header"],
     )

@@ -9,4 +9,7 @@ void rp_malloc_stats_print_fd(int fd);
 /* Counts a free() of a pointer rampart never handed out (reported or ignored; error path). */
 void rp_malloc_count_foreign_free(void);
 
+/* rp_malloc_stats_json to a file descriptor (the at-exit report with stats_json=1). */
+void rp_malloc_stats_json_fd(int fd);
+
 #endif

@@ -25,6 +25,13 @@
  * rampart's heaps never handed out. free, realloc and malloc_usable_size handle every block
  * malloc returns; use those.
  *
+ * Heap dumps (rampart_dump.h) come with the drop-in in both flavours: dump_signal, dump_interval,
+ * dump_on_peak, dump_at_exit, rp_dump_to_path. In the release flavour RAMPART_OPTIONS=profile=1
+ * turns on the sampled heap profiler (a block every profile_rate bytes allocated on average,
+ * 512K by default, Poisson-sampled; docs/PROFILING.md): the dumps then carry the sampled
+ * blocks' stacks, which rpdump's sites, flame, pprof, diff and timeline read as estimates of
+ * the live blocks and bytes by call site.
+ *
  * This header declares what the drop-in adds to the rampart API (rampart.h).
  */
 #ifndef RAMPART_MALLOC_H
@@ -76,6 +83,53 @@ typedef struct rp_malloc_stats {
  * counted); cache counters of other threads are read without stopping them, so they are a
  * snapshot. Returns 0, or -1 with errno EINVAL for NULL. */
 int rp_malloc_stats(rp_malloc_stats_t *out);
+
+/* Prints the statistics of rp_malloc_stats_print as one JSON object (RAMPART_OPTIONS=stats_json=1
+ * prints it at exit instead of the text): "flavour", "pid", "heaps" (array: "name", "arena" and
+ * the fields of rp_heap_stats_t with the names they have there, but the per-class arrays;
+ * "quarantined_blocks" and "quarantined_bytes" in the debug flavour), "caches", "transfer",
+ * "slabs" (the fields of rp_malloc_stats_t with their names), "totals" (the fields of
+ * rp_malloc_totals_t) and "retention" ("dirty_bytes", "released_bytes", "retain_bytes",
+ * "purge_delay_ms"). Sizes and counts are integers; names are stable (later versions add
+ * fields, never rename or remove one). write NULL prints to stderr. Never allocates from the
+ * heaps it reports on. */
+void rp_malloc_stats_json(rp_malloc_write_fn write, void *arg);
+
+/* Totals of the process's use of the malloc family, kept without a lock or an atomic operation
+ * on the fast paths (per-thread counts summed when asked for) and the heap profiler's estimates.
+ * Allocations and frees are counted when the calling thread has a thread cache (every thread
+ * but during the drop-in's set-up and a thread's teardown). */
+typedef struct rp_malloc_totals {
+    uint64_t allocs;             /* allocation calls (failed ones included): malloc, calloc, the
+                                    aligned functions, realloc of NULL or moving a block (realloc
+                                    counts one allocation and one free unless it keeps a small
+                                    block where it is) */
+    uint64_t cache_hits;         /* of which served by a thread cache without taking a lock */
+    uint64_t frees;              /* blocks freed (free(NULL) and realloc(NULL) do not count) */
+    uint64_t bytes_allocated;    /* bytes requested by those calls, cumulative */
+    size_t live_bytes;           /* usable bytes of live blocks now (blocks held in thread and
+                                    transfer caches included, as heap dumps count them) */
+    size_t peak_live_bytes;      /* the highest live_bytes seen: looked at every few MiB each
+                                    thread allocates (and at every sample), so a peak that lasts
+                                    less than that may be missed */
+    uint64_t peak_ms;            /* when it was seen, in ms since the drop-in was set up */
+    uint64_t peak_dumps;         /* dumps asked for by dump_on_peak */
+    /* The heap profiler (RAMPART_OPTIONS=profile=1, release flavour). The estimates weigh each
+     * sample by the blocks and bytes it stands for (rampart_dump.h); 0 without profiling. */
+    int profiling;               /* 1 when the profiler samples */
+    size_t profile_rate;         /* mean bytes between samples (0: every allocation) */
+    uint64_t samples;            /* blocks sampled so far */
+    uint64_t samples_live;       /* of which still live */
+    uint64_t samples_dropped;    /* samples lost (the profiler's memory could not grow) */
+    uint64_t freed_bytes_estimate;     /* requested bytes of the blocks freed */
+    uint64_t temporaries_estimate;     /* blocks freed within temporary_ms of their allocation */
+    uint64_t temporary_bytes_estimate; /* their requested bytes */
+    unsigned temporary_ms;       /* option temporary_ms */
+} rp_malloc_totals_t;
+
+/* Fills the first size bytes of *out (pass sizeof *out: a program built against an older,
+ * shorter struct gets the fields it knows). Returns 0, or -1 with errno EINVAL for NULL or 0. */
+int rp_malloc_totals(rp_malloc_totals_t *out, size_t size);
 
 /* Examines the calling thread's recorded frees, then returns every block in its cache to
  * its heap. */

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "arena.h"
+#include "malloc_totals.h"
 #include "src/batch.h"
 #include "src/header_snapshot.h"
 #include "src/options.h"
@@ -35,6 +36,8 @@ static pthread_key_t exit_key;
 static pthread_mutex_t caches_lock = PTHREAD_MUTEX_INITIALIZER;
 static rp_tcache *all_caches;            /* under caches_lock */
 static uint64_t retired_refills, retired_flushes; /* of torn-down caches; under caches_lock */
+static rp_tc_counts retired_counts;               /* of torn-down caches; under caches_lock */
+static uint64_t caches_made;                      /* under caches_lock: numbers the clocks */
 
 static void tc_thread_exit(void *arg);
 
@@ -126,6 +129,7 @@ static rp_tcache *tc_create(void)
     for (unsigned i = 0; i < RP_TC_PAGE_BINS; i++)
         tc->pbins[i].limit = bin_limit(rp_tc_page_bin_bytes(i), tc->cap, RP_TC_PAGE_SLOTS);
     pthread_mutex_lock(&caches_lock);
+    rp_prof_clock_start(&tc->clock, caches_made++);
     tc->next = all_caches;
     if (all_caches)
         all_caches->prev = tc;
@@ -564,6 +568,24 @@ void *rp_tc_refill(rp_tcache *tc, unsigned c, size_t size, size_t align)
 
 /* ---- thread exit, totals, fork ------------------------------------------------------------ */
 
+/* Adds tc's counts to c (tc may be another thread's: a snapshot). */
+static void add_counts(rp_tc_counts *c, const rp_tcache *tc)
+{
+    c->allocs += __atomic_load_n(&tc->allocs, __ATOMIC_RELAXED);
+    c->misses += __atomic_load_n(&tc->misses, __ATOMIC_RELAXED);
+    c->frees += __atomic_load_n(&tc->frees, __ATOMIC_RELAXED);
+    c->bytes += rp_prof_clock_bytes(&tc->clock);
+}
+
+/* A cache leaving the list (thread exit, or another thread's in a forked child): its
+ * counters go to the retired totals. caches_lock held. */
+static void retire_locked(const rp_tcache *tc)
+{
+    retired_refills += tc->refills;
+    retired_flushes += tc->flushes;
+    add_counts(&retired_counts, tc);
+}
+
 static void tc_thread_exit(void *arg)
 {
     rp_tcache *tc = arg;
@@ -572,10 +594,18 @@ static void tc_thread_exit(void *arg)
     rp_tc_flush_all(tc);
     pthread_mutex_lock(&caches_lock);
     tc_unlink_locked(tc);
-    retired_refills += tc->refills;
-    retired_flushes += tc->flushes;
+    retire_locked(tc);
     pthread_mutex_unlock(&caches_lock);
     rp_os_unmap(tc, tc->map_bytes);
+}
+
+void rp_tc_counts_sum(rp_tc_counts *out)
+{
+    pthread_mutex_lock(&caches_lock);
+    *out = retired_counts;
+    for (rp_tcache *tc = all_caches; tc; tc = tc->next)
+        add_counts(out, tc);
+    pthread_mutex_unlock(&caches_lock);
 }
 
 void rp_tc_totals(size_t *caches, size_t *bytes, uint64_t *refills, uint64_t *flushes)
@@ -609,12 +639,9 @@ void rp_tc_fork_child(void)
 {
     pthread_mutex_init(&caches_lock, NULL);
     rp_tcache *self = rp_tc_self;
-    for (rp_tcache *tc = all_caches; tc; tc = tc->next) {
-        if (tc != self) {
-            retired_refills += tc->refills;
-            retired_flushes += tc->flushes;
-        }
-    }
+    for (rp_tcache *tc = all_caches; tc; tc = tc->next)
+        if (tc != self)
+            retire_locked(tc);
     all_caches = self;
     if (self)
         self->next = self->prev = NULL;

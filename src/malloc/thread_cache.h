@@ -51,10 +51,12 @@
  *       count * pages over the page bins (held) and of left * class_size(c) over the runs
  *       (held, T6), and room >= 0;
  *   T4  a class-bin block is held by a cache (a thread cache's bin or run, an arena's transfer
- *       cache, transfer_cache.h) exactly when its cache mark is set, a page-bin block exactly
- *       when RP_PAGEF_CACHED is set: a refill or a run marks the blocks it takes, malloc clears
- *       the mark of the block it hands out, a flush or drain clears the marks of the blocks it
- *       gives back to their heap or pool.
+ *       cache, transfer_cache.h) exactly when its cache mark is RP_CACHE_MARK_CACHED, a page-bin
+ *       block exactly when RP_PAGEF_CACHED is set: a refill or a run marks the blocks it takes,
+ *       malloc clears the mark of the block it hands out, a flush or drain clears the marks of
+ *       the blocks it gives back to their heap or pool. (A block the program holds may carry
+ *       the heap profiler's mark instead, RP_CACHE_MARK_SAMPLED or RP_PAGEF_SAMPLED: profile.h;
+ *       free's test for a set mark sends it out of line, where it is told apart.)
  *   T6  runs[c] (c < RP_SLAB_CLASSES, slabs on: malloc_slabs.h): left blocks of slab class c
  *       from next on, each the class's stride apart, in one slab of the cache's arena's pool:
  *       fresh blocks a refill took (rp_slab_take_fresh) and the cache has not handed out.
@@ -109,6 +111,7 @@
 #include "src/bits.h"
 #include "cache_mark.h"
 #include "hardened.h"
+#include "profile.h"
 #include "src/heap.h"
 #include "size_class.h"
 #include "src/slab.h"
@@ -165,6 +168,13 @@ typedef struct rp_tcache {
     size_t slab_len;         /* slab_len 0 when slabs are off */
     const uint64_t *slab_meta, *slab_bits; /* its metadata words and bitmaps (slab.h) */
     uint8_t *slab_marks;     /* its cache marks (cache_mark.h) */
+    /* The thread's allocation clock and counts (profile.h, malloc_totals.h): written by the
+     * owner only (RP_OWNER_ADD), summed by the totals. */
+    rp_prof_clock clock;
+    uint64_t allocs;         /* allocations through this cache (every one runs the clock) */
+    uint64_t frees;          /* frees of blocks by this thread */
+    uint64_t misses;         /* allocations that took a lock (a refill or the heap) */
+    uint64_t counts_pad;
     rp_tc_bin bins[RP_TC_CLASSES];
     rp_tc_pbin pbins[RP_TC_PAGE_BINS];
     void *freed[RP_TC_FREED_MAX]; /* T5 */
@@ -348,6 +358,27 @@ static inline int rp_tc_page_cached(const rp_page *d)
 {
     return (__atomic_load_n(&d->flags, __ATOMIC_RELAXED) & RP_PAGEF_CACHED) != 0;
 }
+
+/* 1 if the page-tier block headed by d is cached or sampled (profile.h): free's one test
+ * for both, the second one sorted out of line. */
+static inline int rp_tc_page_flagged(const rp_page *d)
+{
+    return (__atomic_load_n(&d->flags, __ATOMIC_RELAXED) & (RP_PAGEF_CACHED | RP_PAGEF_SAMPLED)) != 0;
+}
+
+/* Counts one of the thread's allocations and runs its clock (profile.h): 1 when the clock ran
+ * out (the allocation takes the sampled path). */
+static inline __attribute__((always_inline)) int rp_tc_tick(rp_tcache *tc, size_t size)
+{
+    RP_OWNER_ADD(tc->allocs, 1);
+    return rp_prof_tick(&tc->clock, size);
+}
+
+/* Counts n frees of the thread (the drop-in's free paths). */
+static inline void rp_tc_count_frees(rp_tcache *tc, uint32_t n) { RP_OWNER_ADD(tc->frees, n); }
+
+/* Counts an allocation that took a lock (a refill or the heap). */
+static inline void rp_tc_count_miss(rp_tcache *tc) { RP_OWNER_ADD(tc->misses, 1); }
 
 /* Examines the collected frees (rp_malloc_free_collected), then returns every cached block
  * to its heap. */

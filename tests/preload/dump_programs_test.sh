@@ -11,9 +11,9 @@
 # rsvg-convert at the size it announces), pprof read back by google-pprof in both forms,
 # check (no violation), map (rendered); then diff and timeline over each series. The python timeline must show the
 # growth: the peak in the middle, the last dump back near the first, and the growing site
-# found with its bytes rising and falling. The release library is tried with profile=1 and
-# dump_at_exit=1: its dump, when it writes one, goes through the same commands, and its sites
-# come from the samples when it has any.
+# found with its bytes rising and falling. The release library with its heap profiler
+# (profile=1): python3 grow_shrink.py, and sqlite3 with dump_interval=1; their dumps go through
+# the same commands with the sites from the samples, and their timelines rise and fall.
 set -u
 DEBUG_SO=$(readlink -f "$1")
 RELEASE_SO=$(readlink -f "$2")
@@ -162,23 +162,85 @@ else
     echo "ok: sqlite timeline: $(json "$TMP/sq.timeline.json" '[p["live_bytes"] for p in d["dumps"]]') live bytes"
 fi
 
-# ---- the release library ------------------------------------------------------------------
-# profile=1 asks for the sampled heap profile (a warning and nothing else where the library
-# has no sampler).
-rm -f "$TMP"/rel.*.rpd
-PYTHONMALLOC=malloc LD_PRELOAD="$RELEASE_SO" RAMPART_OPTIONS="profile=1:dump_at_exit=1:dump_path=$TMP/rel.%p.%n.rpd" \
-    "$PY" -c 'keep = [bytearray(100) for _ in range(100000)]; print(len(keep))' >"$TMP/rel.out" 2>"$TMP/rel.err" ||
-    fail "python3 under the release library: $(tail -3 "$TMP/rel.err")"
-rel_dumps=("$TMP"/rel.*.rpd)
-if [ -f "${rel_dumps[0]}" ]; then
-    every_command release "${rel_dumps[0]}"
-    samples=$(json "$TMP/release.summary.json" '(d["samples"] or {}).get("count", 0)')
-    if [ "$samples" -gt 0 ]; then
-        [ "$(json "$TMP/release.sites.json" 'd["from"]')" = samples ] || fail "release: sites not from the samples"
-        echo "ok: release: $samples samples"
-    fi
+# ---- the release library: heap profiles from its sampler ----------------------------------------
+# profile=1 at the default rate; a pinned profile_seed (and PYTHONHASHSEED) make the runs, and so
+# the samples, the same every time.
+# python3 grow_shrink.py: the dumps through rp_dump_to_path, the sites from the samples; the
+# timeline of the estimates rises to the middle and falls back.
+rm -f "$TMP"/relpy.*.rpd
+if ! PYTHONHASHSEED=0 PYTHONMALLOC=malloc LD_PRELOAD="$RELEASE_SO" RAMPART_OPTIONS="profile=1:profile_seed=7" \
+    "$PY" "$GROW" "$TMP/relpy.%n.rpd" >"$TMP/relpy.out" 2>"$TMP/relpy.err"; then
+    fail "python3 under the release library: $(tail -3 "$TMP/relpy.err")"
+fi
+rel_dumps=()
+for i in 0 1 2 3 4 5 6 7 8; do
+    [ -f "$TMP/relpy.$i.rpd" ] && rel_dumps+=("$TMP/relpy.$i.rpd")
+done
+if [ "${#rel_dumps[@]}" -ne 9 ]; then
+    fail "python3 under the release library wrote ${#rel_dumps[@]} dumps, expected 9"
 else
-    echo "note: the release library wrote no dump with dump_at_exit=1 (it does not include the dump writer)"
+    every_command release-python "${rel_dumps[4]}"
+    samples=$(json "$TMP/release-python.summary.json" '(d["samples"] or {}).get("count", 0)')
+    [ "$samples" -gt 0 ] || fail "release python: no samples in the peak dump"
+    [ "$(json "$TMP/release-python.sites.json" 'd["from"]')" = samples ] || fail "release python: sites not from the samples"
+    "$RPDUMP" diff --json "${rel_dumps[0]}" "${rel_dumps[4]}" >"$TMP/relpy.diff.json" || fail "release python diff"
+    "$RPDUMP" timeline --json -o "$TMP/relpy.timeline.svg" "${rel_dumps[@]}" >"$TMP/relpy.timeline.json" ||
+        fail "release python timeline"
+    render "release python timeline" "$TMP/relpy.timeline.svg" "$TMP/relpy.timeline.json"
+    T="$TMP/relpy.timeline.json"
+    [ "$(json "$T" 'd["bytes_are"]')" = estimated ] || fail "release python timeline: not from the samples"
+    [ "$(json "$T" '3 <= d["peak"]["dump"] <= 5')" = True ] ||
+        fail "release python timeline: peak at dump $(json "$T" 'd["peak"]["dump"]')"
+    [ "$(json "$T" 'd["peak"]["live_bytes"] - d["first_bytes"] > 4000000')" = True ] ||
+        fail "release python timeline: grew by $(json "$T" 'd["peak"]["live_bytes"] - d["first_bytes"]') bytes"
+    [ "$(json "$T" 'abs(d["last_bytes"] - d["first_bytes"]) < 3000000')" = True ] ||
+        fail "release python timeline: did not shrink back ($(json "$T" 'd["first_bytes"]') -> $(json "$T" 'd["last_bytes"]'))"
+    echo "ok: release python: $samples samples at the peak; estimated live bytes $(json "$T" '[p["live_bytes"] for p in d["dumps"]]')"
+    "$RPDUMP" timeline --limit 2 "${rel_dumps[@]}" | head -16
+fi
+
+# sqlite3 with dump_interval=1: a table of about 15 MB in its page cache, and pauses of a little
+# over a second before, inside and after it, so that interval dumps (reason "interval",
+# numbered paths) fall in each.
+rm -f "$TMP"/relsq.*.rpd
+cat >"$TMP/relsq.sql" <<'SQL'
+PRAGMA cache_size = -64000;
+.shell sleep 1.3
+CREATE TABLE t(id INTEGER PRIMARY KEY, name TEXT, v REAL);
+WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 200000)
+INSERT INTO t SELECT x, printf('name-%08d', x), x * 1.5 FROM c;
+CREATE INDEX t_name ON t(name);
+SELECT count(*), sum(v) FROM t;
+.shell sleep 1.3
+DROP TABLE t;
+PRAGMA shrink_memory;
+.shell sleep 1.3
+SQL
+# (The shells and sleeps sqlite3 starts inherit the options and dump too: %p keeps them apart.)
+if ! LD_PRELOAD="$RELEASE_SO" RAMPART_OPTIONS="profile=1:profile_seed=7:dump_interval=1:dump_path=$TMP/relsq.%p.%n.rpd" \
+    sqlite3 "$TMP/relsq.db" <"$TMP/relsq.sql" >"$TMP/relsq.out" 2>"$TMP/relsq.err"; then
+    fail "sqlite3 under the release library: $(tail -3 "$TMP/relsq.err")"
+fi
+relsq=()
+for f in "$TMP"/relsq.*.rpd; do
+    [ -f "$f" ] && [[ "$("$RPDUMP" summary --json "$f" | "$PY" -c 'import json, sys; print(json.load(sys.stdin)["executable"])')" == *sqlite3* ]] &&
+        relsq+=("$f")
+done
+if [ "${#relsq[@]}" -lt 3 ]; then
+    fail "sqlite3 under the release library wrote ${#relsq[@]} interval dumps, expected at least 3: $(cat "$TMP/relsq.err")"
+else
+    "$RPDUMP" timeline --json -o "$TMP/relsq.timeline.svg" "${relsq[@]}" >"$TMP/relsq.timeline.json" ||
+        fail "release sqlite timeline"
+    render "release sqlite timeline" "$TMP/relsq.timeline.svg" "$TMP/relsq.timeline.json"
+    T="$TMP/relsq.timeline.json"
+    peak=$(json "$T" 'd["peak"]["dump"]')
+    every_command release-sqlite "${relsq[$peak]}"
+    for f in "${relsq[@]}"; do
+        [ "$(json <("$RPDUMP" summary --json "$f") 'd["reason"]')" = interval ] || fail "release sqlite: $f is no interval dump"
+    done
+    [ "$(json "$T" 'd["peak"]["live_bytes"] > d["first_bytes"] + 4000000 and d["peak"]["live_bytes"] > d["last_bytes"] + 4000000')" = True ] ||
+        fail "release sqlite timeline: no growth then shrink: $(json "$T" '[p["live_bytes"] for p in d["dumps"]]')"
+    echo "ok: release sqlite: ${#relsq[@]} interval dumps, estimated live bytes $(json "$T" '[p["live_bytes"] for p in d["dumps"]]')"
 fi
 
 if [ "$failures" -ne 0 ]; then

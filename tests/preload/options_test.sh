@@ -47,6 +47,25 @@ printf '%s\n' "$err" | grep -q "^rampart:   retain_bytes=8M$" || fail "verbose: 
 printf '%s\n' "$err" | grep -q "^rampart:   arenas=2$" || fail "verbose: no arenas=2: $err"
 printf '%s\n' "$err" | grep -q "RAMPART_OPTIONS: " && fail "warnings for good options: $err"
 
+# Every key the loaded library ignores is warned about once, the others not: the release library
+# writes dumps and profiles (dump_at_exit, dump_interval, profile) and has no leak report; the
+# debug library has no sampler (it records every stack).
+cd "${TEST_TMPDIR:-/tmp}" || exit 1
+if [ "$flavour" = release ]; then
+    err=$(LD_PRELOAD=$so RAMPART_OPTIONS='leak_report=1:leak_report=1:dump_at_exit=1:dump_interval=3600:profile=1:dump_path=opt.%p.rpd' /bin/true 2>&1)
+else
+    err=$(LD_PRELOAD=$so RAMPART_OPTIONS='profile=1:profile=1:dump_at_exit=1:dump_interval=3600:dump_path=opt.%p.rpd' /bin/true 2>&1)
+fi
+if [ "$flavour" = release ]; then
+    [ "$(printf '%s\n' "$err" | grep -c 'RAMPART_OPTIONS: ')" -eq 1 ] &&
+        printf '%s\n' "$err" | grep -q "leak_report has no effect in the release flavour" || fail "release: $err"
+else
+    [ "$(printf '%s\n' "$err" | grep -c 'RAMPART_OPTIONS: ')" -eq 1 ] &&
+        printf '%s\n' "$err" | grep -q "profile has no effect in the debug flavour" || fail "debug: $err"
+fi
+printf '%s\n' "$err" | grep -q "heap dump written to opt\." || fail "$flavour: no exit dump: $err"
+rm -f opt.*.rpd
+
 if [ "$failures" -ne 0 ]; then
     exit 1
 fi

@@ -282,7 +282,8 @@ static void text_heap(FILE *f, const rpd_dump *d, const rpd_heap_info *h, const 
 
 /* The heap profiler's samples in the dump: how many, what they stand for, their rates. */
 typedef struct sample_summary {
-    uint64_t count, outside; /* outside: in no region of the dumped heaps */
+    uint64_t count, outside; /* outside: in no region of the dumped heaps, nor in slabs */
+    uint64_t slabs;          /* in the malloc drop-in's slabs (RPD_SAMPLE_SLAB) */
     double blocks, bytes;
     uint64_t min_rate, max_rate;
 } sample_summary;
@@ -304,6 +305,10 @@ static int add_sample(const rpd_sample_at *sa, void *arg)
         ss->min_rate = sa->s.rate;
     if (sa->s.rate > ss->max_rate)
         ss->max_rate = sa->s.rate;
+    if (sa->s.flags & RPD_SAMPLE_SLAB) {
+        ss->slabs++;
+        return 0;
+    }
     int inside = 0;
     for (size_t h = 0; h < c->d->nheaps && !inside; h++)
         inside = rpd_region_of(&c->d->heaps[h], sa->s.addr) >= 0;
@@ -332,6 +337,7 @@ static void json_samples(json_out *j, const rpd_dump *d, const sample_summary *s
     json_kv_u64(j, "min_rate", ss->min_rate);
     json_kv_u64(j, "max_rate", ss->max_rate);
     json_kv_u64(j, "outside_heaps", ss->outside);
+    json_kv_u64(j, "in_slabs", ss->slabs);
     json_object_end(j);
 }
 
@@ -346,6 +352,9 @@ static void text_samples(FILE *f, const sample_summary *ss)
         fprintf(f, " to %s", text_size(c, sizeof c, ss->max_rate));
     fprintf(f, " on average), standing for ~%llu blocks, ~%s requested", (unsigned long long)llround(ss->blocks),
             text_size(b, sizeof b, (uint64_t)llround(ss->bytes)));
+    if (ss->slabs)
+        fprintf(f, "; %llu in the malloc drop-in's slabs (small blocks; not among the heaps' blocks)",
+                (unsigned long long)ss->slabs);
     if (ss->outside)
         fprintf(f, "; %llu in no dumped region (freed while the dump was written?)", (unsigned long long)ss->outside);
     fputc('\n', f);

@@ -625,8 +625,8 @@ int rpd_samples_next(rpd_sample_iter *it, rpd_sample_at *out, rpd_error *err)
     if (rc != 1)
         return rc;
     rpd_sample_decode(p, &out->s);
-    if (out->s.flags)
-        return rpd_fail(err, out->offset + 36, "sample record %llu has flags 0x%x (reserved, 0 expected)",
+    if (out->s.flags & ~(uint32_t)RPD_SAMPLE_SLAB)
+        return rpd_fail(err, out->offset + 36, "sample record %llu has flags 0x%x (reserved bits, 0 or 1 expected)",
                         (unsigned long long)out->index, out->s.flags);
     return 1;
 }
