@@ -330,8 +330,16 @@ static void print_json(const timeline *tl, const site_groups *g, rpd_input *cons
     json_finish(&j);
 }
 
-int cmd_timeline(rpd_input *inputs, size_t n, const rpd_options *o)
+int cmd_timeline(rpd_input *inputs, size_t n, const rpd_options *given)
 {
+    /* One measure for the whole series: when any release dump carries samples, every dump is
+     * counted from its samples (none is then an estimate of nothing live), never blocks in some
+     * and estimates in others. */
+    rpd_options series_options = *given;
+    const rpd_options *o = &series_options;
+    for (size_t i = 0; i < n && series_options.from == RPD_FROM_AUTO; i++)
+        if (site_from_samples(&inputs[i].dump, given))
+            series_options.from = RPD_FROM_SAMPLES;
     rpd_input **sorted = malloc(n * sizeof *sorted);
     tl_series *series = calloc(n, sizeof *series);
     timeline tl;
