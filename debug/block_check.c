@@ -31,8 +31,9 @@ int rp_block_verify(rp_heap *h, void *user, size_t usable, rp_debug_meta *m, rp_
         return RP_VERIFY_P4;
     }
     if (!sealed) {
-        rp_debug_fault(fault, RP_ERR_HEAP_BUFFER_UNDERFLOW, h, m, user, 0, NULL,
-                       "debug metadata of %p (at %p) was overwritten: a write before the block", user, (void *)m);
+        rp_debug_meta *at = rp_meta_of(user); /* m is a copy */
+        rp_debug_fault(fault, RP_ERR_HEAP_BUFFER_UNDERFLOW, h, at, user, 0, NULL,
+                       "debug metadata of %p (at %p) was overwritten: a write before the block", user, (void *)at);
         return RP_VERIFY_P1;
     }
     if ((m->state != RP_META_LIVE && m->state != RP_META_QUARANTINED) ||

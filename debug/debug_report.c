@@ -58,12 +58,7 @@ static const char *explain(rp_error_kind kind, int history_known)
     }
 }
 
-static void print_stack(rp_sink_buf *b, uint32_t id)
-{
-    char text[RP_STACK_MAX_FRAMES * 200];
-    size_t n = rp_symbolize_stack(id, text, sizeof text);
-    rp_sink_puts(b, text, n);
-}
+static void print_stack(rp_sink_buf *b, uint32_t id) { rp_symbolize_stack_to(b, id); }
 
 static void print_location(rp_sink_buf *b, const void *address, const void *block, size_t size)
 {
@@ -128,6 +123,48 @@ static int underflow_over_header(const rp_heap *h, rp_report *r)
     return 1;
 }
 
+/* A write that damaged the header or metadata of a block Q — not only its canary, the 8 bytes
+ * an underflow of Q reaches first — came from before Q: when the first damaged byte lies past
+ * the requested end of a used block P right before Q, the report names P, the block whose
+ * bounds were crossed, with its history, and says where the byte landed. Returns 1 when it
+ * did. */
+static int blame_block_before(const rp_heap *h, rp_report *r, rp_report_history *hist)
+{
+    static __thread char message[sizeof ((rp_fault *)0)->message] __attribute__((tls_model("initial-exec")));
+    if (!h || (r->kind != RP_ERR_HEAP_BUFFER_UNDERFLOW && r->kind != RP_ERR_CORRUPT_BLOCK) || !r->address)
+        return 0;
+    const char *a = r->address;
+    rp_debug_owner q, p;
+    const char *before;
+    if (rp_debug_find_owner((rp_heap *)h, a, &q) == 0) {
+        if (a >= (const char *)q.user - sizeof(uint64_t))
+            return 0; /* Q's canary (an underflow of Q), or inside Q's own area or trailer */
+        before = (const char *)q.user - RP_USER_OFFSET - 1;
+    } else {
+        before = a - 1; /* Q's header is too damaged to walk to: the byte before the damage */
+    }
+    int found = 0;
+    for (unsigned back = 0; back <= RP_USER_OFFSET && !found; back += 8)
+        found = rp_debug_find_owner((rp_heap *)h, before - back, &p) == 0 && p.meta_ok;
+    if (!found)
+        return 0;
+    const char *end = (const char *)p.user + p.meta.requested;
+    if (a < end || a >= (const char *)p.user + p.usable + RP_USER_OFFSET)
+        return 0;
+    snprintf(message, sizeof message, "%zu bytes after the end of the %zu-byte block %p, in the %s of the block after it",
+             (size_t)(a - end), (size_t)p.meta.requested, p.user,
+             r->kind == RP_ERR_CORRUPT_BLOCK ? "header" : "debug metadata");
+    r->kind = RP_ERR_HEAP_BUFFER_OVERFLOW;
+    r->block = p.user;
+    r->block_size = (size_t)p.meta.requested;
+    r->offset = (long)(a - (const char *)p.user);
+    r->message = message;
+    hist->alloc_stack = p.meta.alloc_stack;
+    hist->free_stack = p.meta.free_stack;
+    hist->requested = (size_t)p.meta.requested;
+    return 1;
+}
+
 int rp_hook_report(const rp_fault *f, rp_report *r, int default_handler)
 {
     int size_unknown = underflow_over_header(f->heap, r);
@@ -136,11 +173,15 @@ int rp_hook_report(const rp_fault *f, rp_report *r, int default_handler)
     const rp_heap *h = f->heap;
     rp_report_history hist = {f->alloc_stack, f->free_stack, detect, f->requested};
     int history_known = f->alloc_stack != 0 || f->requested != 0;
+    if (blame_block_before(h, r, &hist)) {
+        history_known = 1;
+        size_unknown = 0;
+    }
 
     /* A fault the core found (an interior free, a damaged neighbour) names no history: find
      * the block concerned and take its metadata. */
     const void *block = r->block;
-    size_t block_size = f->requested ? f->requested : r->block_size;
+    size_t block_size = hist.requested ? hist.requested : r->block_size;
     rp_debug_owner owner;
     int about_a_block = r->kind == RP_ERR_INVALID_FREE || r->kind == RP_ERR_CORRUPT_BLOCK;
     if (!history_known && about_a_block && h && rp_debug_find_owner((rp_heap *)h, block ? block : r->address, &owner) == 0 &&

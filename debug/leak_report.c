@@ -108,9 +108,7 @@ static size_t report(const rp_leak_scan *s, rp_heap *only, int fd)
                 continue;
             rp_sink_printf(&b, "\n%s leak of %zu byte(s) in %zu object(s) allocated from:\n",
                            g[i].tag == RP_LEAK_DIRECT ? "Direct" : "Indirect", g[i].bytes, g[i].count);
-            char text[RP_STACK_MAX_FRAMES * 200];
-            size_t k = rp_symbolize_stack(g[i].stack, text, sizeof text);
-            rp_sink_puts(&b, text, k);
+            rp_symbolize_stack_to(&b, g[i].stack);
         }
         rp_sink_printf(&b, "\n");
     }

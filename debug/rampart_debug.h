@@ -80,9 +80,12 @@ typedef struct rp_report_history {
  * when r is not the report being delivered on this thread. */
 int rp_report_get_history(const rp_report *r, rp_report_history *out);
 
-/* Formats stack `id` of the depot into buf, one "    #N 0xPC in function+0xOFF
- * (module+0xOFF)" line per frame, symbolised with dladdr (link programs with -rdynamic for
- * their own function names). Returns the length written (buf is always NUL-terminated). */
+/* Formats stack `id` of the depot into buf, one "    #N 0xPC in function+0xOFF file:line
+ * (module+0xOFF)" line per frame: function names from the modules' symbol tables and DWARF,
+ * source lines from DWARF (elfutils' libdw when it is installed; separate debug files by
+ * build-id under /usr/lib/debug), module offsets of the call for addr2line; a frame no symbol
+ * covers is "    #N 0xPC (module+0xOFF)". Returns the length written (buf is always
+ * NUL-terminated). */
 size_t rp_stack_format(uint32_t id, char *buf, size_t len);
 
 /* Counters of the debug runtime for heap h (NULL = the default heap). */

@@ -32,6 +32,8 @@ void rp_san_init(void)
 #endif
 }
 
+int rp_san_on_valgrind(void) { return on_valgrind; }
+
 static inline void asan_poison(const void *p, size_t len)
 {
 #ifdef RP_ASAN

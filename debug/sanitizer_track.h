@@ -27,6 +27,9 @@ extern int rp_san_enabled;
 /* Detects Valgrind; called once before the first heap is created. */
 void rp_san_init(void);
 
+/* 1 when the process runs under Valgrind (known after rp_san_init). */
+int rp_san_on_valgrind(void);
+
 void rp_san_open_slow(const void *p, size_t len);
 void rp_san_close_meta_slow(const void *p, size_t len);
 void rp_san_close_free_slow(const void *p, size_t len);

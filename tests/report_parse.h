@@ -1,8 +1,10 @@
 /* Reading the debug flavour's printed reports back (debug/debug_report.h format), so tests
  * assert on what a user actually sees: the kind and address, the location line
  *     0x... is located N bytes after|before|inside the S-byte block [start, end)
- * and every part of the first frames of each stack:
- *     #N 0xPC in function+0xOFF (module+0xOFF)      or      #N 0xPC in ?? (module+0xOFF) */
+ * and every part of the first frames of each stack (debug/symbolize.h):
+ *     #N 0xPC in function+0xOFF [file:line] (module+0xOFF)
+ *     #N 0xPC in inner file:line, inlined in function+0xOFF (module+0xOFF)
+ *     #N 0xPC (module+0xOFF)                                  no symbol: function "??" */
 #ifndef RP_TEST_REPORT_PARSE_H
 #define RP_TEST_REPORT_PARSE_H
 
@@ -15,7 +17,9 @@
 typedef struct parsed_frame {
     unsigned long pc;
     char function[96];              /* "??" when the frame has no symbol */
-    unsigned long function_offset;  /* pc - function start (0 for "??") */
+    unsigned long function_offset;  /* pc - function start (0 for "??" and inlined code) */
+    char file[256];                 /* source file, "" when the frame has none */
+    unsigned line;
     char module[256];
     unsigned long module_offset;    /* pc - module base */
 } parsed_frame;
@@ -51,24 +55,45 @@ static int parse_frame_line(const char *p, parsed_frame *f)
     memset(f, 0, sizeof *f);
     const char *eol = strchr(p, '\n');
     size_t len = eol ? (size_t)(eol - p) : strlen(p);
-    char line[512];
+    char line[2048];
     if (strncmp(p, "    #", 5) != 0 || len >= sizeof line)
         return 0;
     memcpy(line, p, len);
     line[len] = 0;
-    const char *in = strstr(line, " in ");
     const char *open = strrchr(line, '(');
-    if (!in || !open || line[len - 1] != ')')
+    if (!open || line[len - 1] != ')')
         return 0;
+    const char *in = strstr(line, " in ");
     f->pc = strtoul(strstr(line, " 0x") + 1, NULL, 16);
-    const char *name = in + 4;
-    size_t n = strcspn(name, "+ ");
-    if (n >= sizeof f->function)
-        n = sizeof f->function - 1;
-    memcpy(f->function, name, n);
-    f->function[n] = 0;
-    if (name[n] == '+')
-        f->function_offset = strtoul(name + n + 1, NULL, 16);
+    snprintf(f->function, sizeof f->function, "??");
+    if (in && in < open) {
+        const char *name = in + 4;
+        size_t n = strcspn(name, "+ ,(");
+        if (n >= sizeof f->function)
+            n = sizeof f->function - 1;
+        memcpy(f->function, name, n);
+        f->function[n] = 0;
+        const char *rest = name + n;
+        if (*rest == '+') {
+            f->function_offset = strtoul(rest + 1, NULL, 16);
+            rest += strcspn(rest, " (");
+        }
+        while (*rest == ' ')
+            rest++;
+        /* file:line up to ", inlined" or " (module" */
+        size_t k = strcspn(rest, ",(");
+        while (k && rest[k - 1] == ' ')
+            k--;
+        const char *colon = NULL;
+        for (size_t i = k; i-- > 0 && !colon;)
+            if (rest[i] == ':')
+                colon = rest + i;
+        if (colon && k < sizeof f->file) {
+            memcpy(f->file, rest, (size_t)(colon - rest));
+            f->file[colon - rest] = 0;
+            f->line = (unsigned)strtoul(colon + 1, NULL, 10);
+        }
+    }
     /* The module path may hold '+': its offset follows the last "+0x". */
     const char *module = open + 1, *plus = NULL;
     for (const char *s = strstr(module, "+0x"); s; s = strstr(s + 1, "+0x"))

@@ -58,13 +58,20 @@ static int function_in(const char *out, const char *name, function_place *f)
 
 /* Frame f is in the program's function `name`: named so, in the program's module (dladdr
  * names the main program by the path it was started with), at offsets that agree with the
- * function's address and module base in that process. */
-static void check_frame(const char *what, const parsed_frame *f, const char *name, const char *out, const char *text)
+ * function's address and the module's load bias in that process (the module offset is the
+ * call's: pc - 1), and at source line `line` of overflow_program.c when line is non-zero. */
+static void check_frame(const char *what, const parsed_frame *f, const char *name, int line, const char *out,
+                        const char *text)
 {
     function_place place = {0, 0};
     CHECKF(function_in(out, name, &place), "%s: the program did not print where %s is", what, name);
+    const char *file = strrchr(f->file, '/');
+    file = file ? file + 1 : f->file;
+    CHECKF(strcmp(file, "overflow_program.c") == 0 && (line == 0 || f->line == (unsigned)line),
+           "%s: frame in %s at %s:%u, expected overflow_program.c:%d\n%s", what, f->function, f->file, f->line, line,
+           text);
     CHECKF(strcmp(f->function, name) == 0 && strcmp(f->module, overflow_program) == 0 &&
-               f->pc - f->function_offset == place.address && f->pc - f->module_offset == place.module_base,
+               f->pc - f->function_offset == place.address && f->pc - 1 - f->module_offset == place.module_base,
            "%s: frame 0x%lx in %s+0x%lx (%s+0x%lx), expected %s at 0x%lx in %s based at 0x%lx\n%s", what, f->pc,
            f->function, f->function_offset, f->module, f->module_offset, name, place.address, overflow_program,
            place.module_base, text);
@@ -89,10 +96,16 @@ static void check_overflow_report(const char *what, const char *text, const char
            start, start + 17, text);
     CHECKF(strstr(text, "Detected in free, called from:\n") != NULL, "%s: not detected in free\n%s", what, text);
     CHECKF(p.has_alloc && !p.has_free, "%s: sections\n%s", what, text);
-    check_frame(what, &p.detect_frames[0], "release_buffer", out, text);
-    check_frame(what, &p.detect_frames[1], "main", out, text);
-    check_frame(what, &p.alloc_frames[0], "make_buffer", out, text);
-    check_frame(what, &p.alloc_frames[1], "main", out, text);
+    int alloc_line = 0, release_line = 0;
+    const char *lines = strstr(out, "LINES ");
+    REQUIRE(lines && sscanf(lines, "LINES %d %d", &alloc_line, &release_line) == 2);
+    check_frame(what, &p.detect_frames[0], "release_buffer", release_line, out, text);
+    check_frame(what, &p.detect_frames[1], "main", 0, out, text);
+    check_frame(what, &p.alloc_frames[0], "make_buffer", alloc_line, out, text);
+    check_frame(what, &p.alloc_frames[1], "main", 0, out, text);
+    /* No frame of the report, libc's included, is left without a name or a module. */
+    CHECKF(strstr(text, "??") == NULL && strstr(text, "<unknown module>") == NULL, "%s: unnamed frames\n%s", what,
+           text);
 }
 
 static void check_overflow(void)
