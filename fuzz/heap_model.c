@@ -133,7 +133,7 @@ void expect_real_oom(heap_model *m, size_t size, size_t align, uint64_t calls_be
 }
 
 
-/* ---- the fit oracle (span.h F1, F2) -------------------------------------------------------- */
+/* ---- the fit oracle (span.h FT1, FT2) -------------------------------------------------------- */
 
 /* The size every block of the classes a search for n looks at has: n below 512 (one size per
  * class), else n rounded up to a multiple of the width of its power of two's 32 classes.
@@ -201,17 +201,17 @@ void fit_after(heap_model *m, const fit_probe *p, const void *result, size_t siz
         return;
     if (result)
         EXPECT(m->h->spans <= p->spans || !p->good,
-               "F1: rp_alloc(%zu, align %zu) took a new span (%zu -> %zu) although free block %p of %zu bytes was "
+               "FT1: rp_alloc(%zu, align %zu) took a new span (%zu -> %zu) although free block %p of %zu bytes was "
                "listed, at least the good fit %zu of the %zu bytes needed",
                size, align, p->spans, m->h->spans, p->good, p->good_size, model_good_fit(p->want), p->want);
     else
         EXPECT(!p->host,
-               "F2: rp_alloc(%zu, align %zu) failed with ENOMEM although free block %p of %zu bytes could hold the "
+               "FT2: rp_alloc(%zu, align %zu) failed with ENOMEM although free block %p of %zu bytes could hold the "
                "%zu bytes needed at that alignment",
                size, align, p->host, p->host_size, p->need);
 }
 
-/* ---- the retention oracle (heap.h R1-R4) ----------------------------------------------------- */
+/* ---- the retention oracle (heap.h RT1-RT4) ----------------------------------------------------- */
 
 void retention_before(heap_model *m, const void *p, retention_probe *r)
 {
@@ -236,18 +236,18 @@ void retention_after(const retention_probe *r, int plain_free, const char *what)
     size_t retain = m->h->retain_bytes, released = st.os_released - r->released;
     if (m->h->purge_delay_ms == 0) {
         EXPECT(st.page_dirty_bytes <= retain || st.page_dirty_bytes <= r->dirty,
-               "R1: %s left %zu bytes of dirty free pages, above retain_bytes %zu and the %zu before it", what,
+               "RT1: %s left %zu bytes of dirty free pages, above retain_bytes %zu and the %zu before it", what,
                st.page_dirty_bytes, retain, r->dirty);
         EXPECT(released == 0 || r->mapped || st.page_dirty_bytes + released > retain,
-               "R2: %s gave %zu bytes back to the OS although %zu dirty bytes would have been within retain_bytes "
+               "RT2: %s gave %zu bytes back to the OS although %zu dirty bytes would have been within retain_bytes "
                "%zu without it",
                what, released, st.page_dirty_bytes + released, retain);
     } else if (plain_free) {
         /* The delay (an hour in this harness) never passes within an input. */
         EXPECT(released == 0 || r->mapped,
-               "R3: %s gave %zu bytes back to the OS within the purge delay (dirty %zu -> %zu, retain_bytes %zu)",
+               "RT3: %s gave %zu bytes back to the OS within the purge delay (dirty %zu -> %zu, retain_bytes %zu)",
                what, released, r->dirty, st.page_dirty_bytes, retain);
-        EXPECT(st.page_dirty_bytes >= r->dirty, "R3: %s shrank the dirty free pages from %zu to %zu within the purge delay",
+        EXPECT(st.page_dirty_bytes >= r->dirty, "RT3: %s shrank the dirty free pages from %zu to %zu within the purge delay",
                what, r->dirty, st.page_dirty_bytes);
     }
 }
@@ -259,11 +259,11 @@ void retention_after_trim(const retention_probe *r, size_t keep)
         return;
     rp_heap_stats_t st;
     rp_heap_stats(m->h, &st);
-    EXPECT(st.page_dirty_bytes <= keep, "R4: rp_heap_trim(%zu) left %zu bytes of dirty free pages", keep,
+    EXPECT(st.page_dirty_bytes <= keep, "RT4: rp_heap_trim(%zu) left %zu bytes of dirty free pages", keep,
            st.page_dirty_bytes);
     for (rp_region *reg = m->h->regions; reg; reg = reg->next)
         EXPECT(!reg->map_base || rp_region_is_mapped_block(reg) || reg->free_pages != reg->npages,
-               "R4: rp_heap_trim(%zu) left the wholly free OS region %p (%zu pages) mapped", keep, (void *)reg->map_base,
+               "RT4: rp_heap_trim(%zu) left the wholly free OS region %p (%zu pages) mapped", keep, (void *)reg->map_base,
                (size_t)reg->npages);
 }
 

@@ -120,7 +120,7 @@ rp_block *live_span_header(int k, unsigned from);
 int injection_armed(uint64_t calls_before);
 /* After a failed allocation: fails unless the heap was really out of memory. */
 void expect_real_oom(heap_model *m, size_t size, size_t align, uint64_t calls_before);
-/* The fit oracle (span.h F1, F2): before a span-tier allocation, what the free index lists (the
+/* The fit oracle (span.h FT1, FT2): before a span-tier allocation, what the free index lists (the
  * harness's own reading of the lists, its own class rounding and alignment arithmetic);
  * after it, a new span taken while a listed block had a good fit, or a failure while one
  * could hold the block, fails the run. */
@@ -136,7 +136,7 @@ typedef struct fit_probe {
 void fit_before(heap_model *m, size_t size, size_t align, fit_probe *p);
 void fit_after(heap_model *m, const fit_probe *p, const void *result, size_t size, size_t align);
 
-/* The retention oracle (heap.h R1-R4): what the heap's free pages, OS bytes and releases were
+/* The retention oracle (heap.h RT1-RT4): what the heap's free pages, OS bytes and releases were
  * before a free, a realloc or a trim, checked against the policy afterwards. */
 typedef struct retention_probe {
     heap_model *m;

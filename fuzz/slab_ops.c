@@ -4,7 +4,7 @@
  * Every block held carries the content pattern of its id (block_pattern.h) over its whole
  * stride: a block handed out twice, two overlapping blocks or the tier writing into a block
  * shows up as a wrong byte when the block is given back or checked. After every operation
- * the space and the pool are checked (S1..S3, D1..D5, P1) and the pool's counters compared
+ * the space and the pool are checked (SS1..SS3, SL1..SL5, SP1) and the pool's counters compared
  * with the shadow; rp_slab_block_live must accept exactly the blocks held, so every block
  * given back is refused afterwards, and so are pointers inside held blocks.
  *

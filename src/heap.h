@@ -121,13 +121,13 @@ rp_page *rp_heap_take_pages(rp_heap *h, size_t npages, unsigned align_order);
  * Retention guarantees (dirty = free pages of OS regions that may be resident, the stats'
  * page_dirty_bytes; checked by the heap_ops fuzz oracle, fuzz/heap_model.c, unless the OS
  * refused a call):
- *   R1  without a purge delay, a release never leaves dirty above retain_bytes and above what
+ *   RT1 without a purge delay, a release never leaves dirty above retain_bytes and above what
  *       it was before the release (so a heap that starts within the limit stays within it);
- *   R2  without a purge delay, a release gives memory back only when the heap would otherwise
+ *   RT2 without a purge delay, a release gives memory back only when the heap would otherwise
  *       be above the limit: dirty afterwards plus the bytes given back exceeds retain_bytes;
- *   R3  with a purge delay that has not passed, a release gives nothing back (a block with a
+ *   RT3 with a purge delay that has not passed, a release gives nothing back (a block with a
  *       mapping of its own is unmapped, whatever the policy) and dirty does not shrink;
- *   R4  rp_heap_trim(keep) leaves dirty at most keep and no wholly free OS region mapped. */
+ *   RT4 rp_heap_trim(keep) leaves dirty at most keep and no wholly free OS region mapped. */
 void rp_heap_give_pages(rp_heap *h, rp_region *r, rp_page *d, size_t npages);
 
 /* For mapped_block.c, which maps and unmaps regions of its own (heap locked): link r into

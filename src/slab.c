@@ -60,7 +60,7 @@ static inline uintptr_t slab_addr(const rp_slab_space *s, const rp_slab *d)
     return s->base + ((uintptr_t)rp_slab_desc_index(s, d) << RP_SLAB_SHIFT);
 }
 
-/* Slabs of chunk c that hold blocks (the guard slab excluded, S1). */
+/* Slabs of chunk c that hold blocks (the guard slab excluded, SS1). */
 size_t rp_slab_chunk_slabs(const rp_slab_space *s, size_t c)
 {
     size_t left = s->nslabs - c * RP_SLAB_CHUNK_SLABS;
@@ -68,7 +68,7 @@ size_t rp_slab_chunk_slabs(const rp_slab_space *s, size_t c)
     return s->guard_chunks && n > 1 ? n - 1 : n;
 }
 
-/* 1 if slab i was ever handed out (S2), under the space's lock. */
+/* 1 if slab i was ever handed out (SS2), under the space's lock. */
 int rp_slab_ever_used(const rp_slab_space *s, size_t i)
 {
     size_t c = i / RP_SLAB_CHUNK_SLABS;
@@ -144,7 +144,7 @@ int rp_slab_pool_exhausted(rp_slab_pool *pool)
 }
 
 /* Gives an empty slab (stride 0, no bit set) back to the space, its pages resident (the dirty
- * list, S2); beyond dirty_max such slabs, the oldest half goes back to the OS. Calling the OS
+ * list, SS2); beyond dirty_max such slabs, the oldest half goes back to the OS. Calling the OS
  * for each slab that empties (64 KiB at a time) cost a program that fills and empties slabs
  * in turn a system call and 16 page faults per slab. */
 static void space_give(rp_slab_space *s, rp_slab *d)
@@ -258,7 +258,7 @@ uint64_t rp_slab_below_granule(uint32_t w, uint32_t g)
 
 /* The granules of bitmap word w (granules 64w .. 64w + 63) where a block starts, in a slab
  * whose blocks start at granule c0 (its colour / 16), k granules apart (its stride / 16);
- * recip is the stride's reciprocal (D1). */
+ * recip is the stride's reciprocal (SL1). */
 uint64_t rp_slab_start_mask(uint32_t k, uint32_t recip, uint32_t c0, uint32_t w)
 {
     uint32_t lo = w << 6;
@@ -293,7 +293,7 @@ static void slab_format(rp_slab_space *s, rp_slab *d, unsigned cls)
     __atomic_store_n(&s->meta[rp_slab_desc_index(s, d)], rp_slab_meta_of(stride, d->nblocks), __ATOMIC_RELAXED);
 }
 
-/* Makes an empty slab (no bit set) hold no class (D5's state): free() then refuses every
+/* Makes an empty slab (no bit set) hold no class (SL5's state): free() then refuses every
  * pointer into it. */
 static void slab_unformat(rp_slab_space *s, rp_slab *d)
 {
@@ -384,7 +384,7 @@ size_t rp_slab_take_recycled(rp_slab_pool *pool, unsigned cls, void **out, size_
         uint32_t words = (fresh_g + 63) >> 6;
         uint32_t w = d->scan;
         size_t before = got;
-        /* D3: a free block lies below fresh, and D2: not in the words below scan. */
+        /* SL3: a free block lies below fresh, and SL2: not in the words below scan. */
         for (; w < words && got < n; w++) {
             uint64_t bits = map[w];
             uint64_t freebits = ~bits & rp_slab_start_mask(k, recip, c0, w) & rp_slab_below_granule(w, fresh_g);
@@ -398,7 +398,7 @@ size_t rp_slab_take_recycled(rp_slab_pool *pool, unsigned cls, void **out, size_
             if (freebits)
                 break; /* n reached with free blocks left in this word */
         }
-        d->scan = (uint8_t)w; /* D2: the words passed have no free block below fresh */
+        d->scan = (uint8_t)w; /* SL2: the words passed have no free block below fresh */
         d->live = (uint16_t)(d->live + (got - before));
         pool->blocks_live += got - before;
         pool->bytes_live += (got - before) * stride;
@@ -462,7 +462,7 @@ void rp_slab_give_back(rp_slab_pool *pool, void *const *blocks, size_t n)
                 pool_retire(pool, d);
             }
         } else if (!d->on_avail) {
-            avail_push(pool, d); /* D3: block i < fresh is free now */
+            avail_push(pool, d); /* SL3: block i < fresh is free now */
         }
     }
 }

@@ -34,12 +34,12 @@
  * takes the slabs given back (a stack), under the space's lock.
  *
  * Invariants (rp_slab_space_check and rp_slab_pool_check verify them):
- *   S1  base and len are multiples of RP_SLAB_BYTES; meta, bits and desc have nslabs =
+ *   SS1 base and len are multiples of RP_SLAB_BYTES; meta, bits and desc have nslabs =
  *       len / RP_SLAB_BYTES entries; the space is cut into nchunks chunks of
  *       RP_SLAB_CHUNK_SLABS slabs (the last one may be shorter; with guard_chunks, each
  *       chunk's last slab is a guard, never used); next_chunk <= nchunks; chunk_used[c] is at
  *       most chunk c's slabs, and 0 for c >= next_chunk;
- *   S2  a slab is used when its chunk is below next_chunk and its place in the chunk below
+ *   SS2 a slab is used when its chunk is below next_chunk and its place in the chunk below
  *       chunk_used of it; one never used has its descriptor, metadata word and bitmap all
  *       zero (the checker reads the next one each chunk would hand out, not all of them);
  *       one used belongs to a pool (pool set) or has been given back (pool NULL, stride 0,
@@ -47,29 +47,29 @@
  *       first, so a program whose slabs empty and fill again faults nothing in) or on the
  *       released stack (dirty clear: its pages decommitted); released_n counts both and dirty_n
  *       the dirty list;
- *   S3  slabs_held is the number of descriptors whose pool is set;
- *   D1  a slab i of a pool holding a class: stride = 16 * (cls + 1), colour =
+ *   SS3 slabs_held is the number of descriptors whose pool is set;
+ *   SL1 a slab i of a pool holding a class: stride = 16 * (cls + 1), colour =
  *       rp_slab_colour(i, stride), its blocks at colour + j * stride for j < nblocks =
  *       (RP_SLAB_BYTES - colour) / stride, and its metadata word is
  *       rp_slab_meta_of(stride, nblocks), whose
  *       recip = 2^32 / stride + 1 gives for every offset o < RP_SLAB_BYTES the quotient
  *       o / stride as (o * recip) >> 32 (tests/slab_test.c checks every stride and offset);
- *   D2  live is the number of bits set in its bitmap, and a bit is set only at the granule
+ *   SL2 live is the number of bits set in its bitmap, and a bit is set only at the granule
  *       where a block below fresh starts (so bits mark exactly the allocated blocks: a
  *       pointer inside a block, into the slab's tail or at a free block finds its bit
  *       clear); fresh <= nblocks; every block of the bitmap words below scan that lies below
  *       fresh is allocated;
- *   D3  the slab is on avail[cls] exactly when it has a free block below fresh (live < fresh);
- *   D4  cur[cls], when set, is a slab of the class with fresh < nblocks, and no other slab of
+ *   SL3 the slab is on avail[cls] exactly when it has a free block below fresh (live < fresh);
+ *   SL4 cur[cls], when set, is a slab of the class with fresh < nblocks, and no other slab of
  *       the pool has one (so fresh == nblocks, or it is empty and kept);
- *   D5  a slab on the pool's empty list (empty_n of them, at most keep_empty) holds no class:
+ *   SL5 a slab on the pool's empty list (empty_n of them, at most keep_empty) holds no class:
  *       stride 0, metadata word 0, live 0, fresh 0, no bit set, on no other list;
- *   P1  slabs, blocks_live and bytes_live are the number of the pool's slabs and the sum of
+ *   SP1 slabs, blocks_live and bytes_live are the number of the pool's slabs and the sum of
  *       live and of live * stride over them;
- *   P2  the pool's chunk, when set, is below next_chunk: no other pool takes new slabs from
+ *   SP2 the pool's chunk, when set, is below next_chunk: no other pool takes new slabs from
  *       it (a thread's frees of blocks from its own chunk are examined at once: its near
  *       region, thread_cache.h).
- * Every operation is O(blocks moved), plus at most 64 bitmap words per slab visited (D2's
+ * Every operation is O(blocks moved), plus at most 64 bitmap words per slab visited (SL2's
  * scan hint keeps that short). */
 #ifndef RP_SLAB_H
 #define RP_SLAB_H
@@ -96,7 +96,7 @@ struct rp_slab_pool;
  * nblocks, or 0 for a slab holding no class (every offset is then past its last block). */
 static inline uint64_t rp_slab_meta_of(uint32_t stride, uint32_t nblocks)
 {
-    uint64_t recip = ((uint64_t)1 << 32) / stride + 1; /* D1; set-up only: no division on free */
+    uint64_t recip = ((uint64_t)1 << 32) / stride + 1; /* SL1; set-up only: no division on free */
     return recip << 32 | (uint64_t)stride << 16 | nblocks;
 }
 
@@ -118,65 +118,65 @@ static inline uint32_t rp_slab_colour(size_t i, uint32_t stride)
 
 /* A slab's descriptor: what only the pool's owner (under its lock) and the checkers read. */
 typedef struct rp_slab {
-    struct rp_slab_pool *pool; /* S2: owner, NULL when released or never used */
-    struct rp_slab *next, *prev; /* avail[cls] (D3), or the empty list / released stack (next) */
-    uint32_t stride;  /* D1; 0: holds no class */
-    uint16_t nblocks; /* D1 */
-    uint16_t colour;  /* D1: offset of its first block */
-    uint16_t live;    /* D2 */
-    uint16_t fresh;   /* D2: blocks [fresh, nblocks) are free and not handed out yet */
-    uint8_t scan;     /* D2: the first bitmap word that may have a clear bit below fresh */
+    struct rp_slab_pool *pool; /* SS2: owner, NULL when released or never used */
+    struct rp_slab *next, *prev; /* avail[cls] (SL3), or the empty list / released stack (next) */
+    uint32_t stride;  /* SL1; 0: holds no class */
+    uint16_t nblocks; /* SL1 */
+    uint16_t colour;  /* SL1: offset of its first block */
+    uint16_t live;    /* SL2 */
+    uint16_t fresh;   /* SL2: blocks [fresh, nblocks) are free and not handed out yet */
+    uint8_t scan;     /* SL2: the first bitmap word that may have a clear bit below fresh */
     uint8_t cls;
-    uint8_t on_avail; /* D3 */
-    uint8_t dirty;    /* S2: released with its pages still resident (on the dirty list) */
+    uint8_t on_avail; /* SL3 */
+    uint8_t dirty;    /* SS2: released with its pages still resident (on the dirty list) */
 } rp_slab;
 
 typedef struct rp_slab_space {
-    uintptr_t base; /* S1 */
-    size_t len;     /* S1 */
-    size_t nslabs;  /* S1 */
-    uint64_t *meta; /* S1: nslabs words (rp_slab_meta_of; D1) */
-    uint64_t *bits; /* S1: RP_SLAB_WORDS words per slab, a bit per 16-byte granule: set where
+    uintptr_t base; /* SS1 */
+    size_t len;     /* SS1 */
+    size_t nslabs;  /* SS1 */
+    uint64_t *meta; /* SS1: nslabs words (rp_slab_meta_of; SL1) */
+    uint64_t *bits; /* SS1: RP_SLAB_WORDS words per slab, a bit per 16-byte granule: set where
                        an allocated block (handed out, or cached) starts. meta and bits are
                        written under the pool's lock (relaxed atomics) and read by free()
                        without it. */
-    rp_slab *desc;  /* S1, S2: nslabs descriptors */
-    uint8_t *chunk_used; /* S1: slabs handed out of each chunk so far */
-    size_t nchunks;      /* S1 */
+    rp_slab *desc;  /* SS1, SS2: nslabs descriptors */
+    uint8_t *chunk_used; /* SS1: slabs handed out of each chunk so far */
+    size_t nchunks;      /* SS1 */
     uint8_t *marks; /* len / 16 bytes, one per granule, for the malloc drop-in's cache marks
                        (src/malloc/cache_mark.h); the slab code itself never reads them */
     void *arrays;   /* one reservation holding meta, bits, desc, chunk_used and marks */
     size_t arrays_bytes;
     rp_lock lock;         /* guards what follows, and chunk_used */
-    size_t next_chunk;    /* S1: chunks [next_chunk, nchunks) were never handed to a pool */
-    rp_slab *released;    /* S2: slabs given back, their pages decommitted: a stack through next */
-    rp_slab *dirty, *dirty_tail; /* S2: slabs given back with their pages resident, the last
+    size_t next_chunk;    /* SS1: chunks [next_chunk, nchunks) were never handed to a pool */
+    rp_slab *released;    /* SS2: slabs given back, their pages decommitted: a stack through next */
+    rp_slab *dirty, *dirty_tail; /* SS2: slabs given back with their pages resident, the last
                                     given first, doubly linked (prev, next) */
-    size_t released_n;    /* S2: slabs on both */
-    size_t dirty_n;       /* S2: slabs on the dirty list, at most dirty_max after a give */
+    size_t released_n;    /* SS2: slabs on both */
+    size_t dirty_n;       /* SS2: slabs on the dirty list, at most dirty_max after a give */
     size_t dirty_max;     /* set before first use: resident bytes of released slabs kept,
                              in slabs (the rest is decommitted, oldest first) */
     uint64_t purges;      /* decommit calls made for released slabs (statistics) */
-    size_t slabs_held;    /* S3 */
+    size_t slabs_held;    /* SS3 */
     uint64_t releases;    /* slabs given back, cumulative (statistics) */
     uint64_t decommit_failures; /* releases whose MADV_DONTNEED the OS refused (kept resident) */
     int advise_huge_pages; /* set before first use: a pool's chunks after its first are advised
                               MADV_HUGEPAGE as it takes them */
     int guard_chunks;      /* set before first use: each chunk's last slab is never used and
                               made inaccessible when the chunk is first taken, so a linear
-                              overflow out of a chunk faults (S1: chunk_slabs excludes it) */
+                              overflow out of a chunk faults (SS1: chunk_slabs excludes it) */
 } rp_slab_space;
 
 typedef struct rp_slab_pool {
     rp_slab_space *space;
     void *owner;                     /* whose pool (a malloc arena's heap); not used here */
-    rp_slab *avail[RP_SLAB_CLASSES]; /* D3: doubly linked */
-    rp_slab *cur[RP_SLAB_CLASSES];   /* D4 */
-    rp_slab *empty;                  /* D5: singly linked */
-    size_t chunk;                    /* P2: 1 + the chunk it takes new slabs from, 0 = none */
+    rp_slab *avail[RP_SLAB_CLASSES]; /* SL3: doubly linked */
+    rp_slab *cur[RP_SLAB_CLASSES];   /* SL4 */
+    rp_slab *empty;                  /* SL5: singly linked */
+    size_t chunk;                    /* SP2: 1 + the chunk it takes new slabs from, 0 = none */
     size_t chunks_taken;             /* chunks handed to it so far (huge page advice) */
-    size_t empty_n, keep_empty;      /* D5 */
-    size_t slabs, blocks_live, bytes_live; /* P1 */
+    size_t empty_n, keep_empty;      /* SL5 */
+    size_t slabs, blocks_live, bytes_live; /* SP1 */
     uint64_t taken, given;           /* blocks taken and given back, cumulative (statistics) */
 } rp_slab_pool;
 
@@ -212,7 +212,7 @@ static inline uint64_t *rp_slab_bits(const rp_slab_space *s, const rp_slab *d)
  * space, nothing given back, nothing kept empty (read under the space's lock by tests). */
 int rp_slab_pool_exhausted(rp_slab_pool *pool);
 
-/* The index of the block at offset off of a slab whose stride's reciprocal is recip (D1). */
+/* The index of the block at offset off of a slab whose stride's reciprocal is recip (SL1). */
 static inline uint32_t rp_slab_index(uint32_t recip, uint32_t off)
 {
     return (uint32_t)(((uint64_t)off * recip) >> 32);
@@ -248,14 +248,14 @@ static inline rp_slab *rp_slab_block_live(const rp_slab_space *s, const void *p,
 
 /* The space's layout, shared by slab.c and its checker (slab_check.c). */
 static inline size_t rp_slab_desc_index(const rp_slab_space *s, const rp_slab *d) { return (size_t)(d - s->desc); }
-/* Slabs of chunk c that hold blocks (the guard slab excluded, S1). */
+/* Slabs of chunk c that hold blocks (the guard slab excluded, SS1). */
 size_t rp_slab_chunk_slabs(const rp_slab_space *s, size_t c);
-/* 1 if slab i was ever handed out (S2), under the space's lock. */
+/* 1 if slab i was ever handed out (SS2), under the space's lock. */
 int rp_slab_ever_used(const rp_slab_space *s, size_t i);
 /* The granules below granule g, as a mask of bitmap word w. */
 uint64_t rp_slab_below_granule(uint32_t w, uint32_t g);
 /* The granules of bitmap word w where a block starts, in a slab whose blocks start at granule
- * c0, k granules apart; recip is the stride's reciprocal (D1). */
+ * c0, k granules apart; recip is the stride's reciprocal (SL1). */
 uint64_t rp_slab_start_mask(uint32_t k, uint32_t recip, uint32_t c0, uint32_t w);
 /* The slabs of the chunks handed out so far (every slab ever used lies below); takes the
  * space's lock. */
@@ -297,10 +297,10 @@ size_t rp_slab_pool_trim(rp_slab_pool *pool);
  * harness's between inputs). Leaves the pool empty; it keeps its chunk. */
 void rp_slab_pool_reset(rp_slab_pool *pool);
 
-/* Verifies S1..S3 for the space (under its lock). 0, or non-zero with a message in why. */
+/* Verifies SS1..SS3 for the space (under its lock). 0, or non-zero with a message in why. */
 int rp_slab_space_check(rp_slab_space *s, char *why, size_t len);
 
-/* Verifies D1..D5 and P1 for the pool (under the owner's lock; takes the space's lock to list
+/* Verifies SL1..SL5 and SP1 for the pool (under the owner's lock; takes the space's lock to list
  * the pool's slabs). 0, or non-zero with a message in why. */
 int rp_slab_pool_check(rp_slab_pool *pool, char *why, size_t len);
 

@@ -262,7 +262,7 @@ static int take_from_index(rp_heap *h, rp_block *b, rp_fault *f)
     return 0;
 }
 
-/* F2 (span.h): the heap could not take a new span. The lists the O(1) searches skipped, from
+/* FT2 (span.h): the heap could not take a new span. The lists the O(1) searches skipped, from
  * the class of need up (the classes above the searches' start are empty, or they would have
  * found a block), for one that holds need at the alignment; at most RP_FIT_SCAN_MAX blocks
  * read. NULL if none (or on corruption, recorded in *f). */
@@ -334,7 +334,7 @@ void *rp_span_alloc(rp_heap *h, size_t size, size_t align, rp_fault *f)
             rp_free_index_insert(&h->index, b);
             lead = align <= RP_MIN_ALIGN ? 0 : aligned_lead(b, align);
         } else {
-            /* The heap cannot grow: F2. Its reads are not the O(1) path's (max_examined). */
+            /* The heap cannot grow: FT2. Its reads are not the O(1) path's (max_examined). */
             b = fit_scan(h, need, align, &lead, f);
             if (!b) {
                 rp_heap_count_examined(h, examined);
@@ -414,7 +414,7 @@ size_t rp_span_alloc_run(rp_heap *h, size_t size, size_t align, void **out, size
             b = span_create(h, stride + extra);
         examined += h->pages.examined - before; /* the page tier's free blocks read */
         if (!b) {
-            /* The heap cannot grow: one block, through rp_span_alloc's scan (F2). */
+            /* The heap cannot grow: one block, through rp_span_alloc's scan (FT2). */
             rp_heap_count_examined(h, examined);
             void *p = rp_span_alloc(h, size, align, f);
             if (!p)

@@ -26,11 +26,11 @@ static inline size_t rp_span_block_need(size_t size)
  *
  * Fit guarantees (checked by the heap_ops fuzz oracle, fuzz/heap_model.c, against the free
  * blocks listed before the call):
- *   F1  good fit: a new span is taken only when no listed free block has at least
+ *   FT1 good fit: a new span is taken only when no listed free block has at least
  *       rp_good_fit(want) bytes (free_index.h I6), want being the block needed
  *       (rp_span_block_need) and, for an alignment above 16, that plus the alignment and a
  *       minimum block (room for any leading gap);
- *   F2  a heap that cannot take a new span (capped, caller memory only, the OS refusing) fails
+ *   FT2 a heap that cannot take a new span (capped, caller memory only, the OS refusing) fails
  *       only when no listed free block can hold the block at the alignment asked: before it
  *       fails it looks through the lists the O(1) searches skip (the classes between the
  *       request's own and the one they start from), at most RP_FIT_SCAN_MAX blocks. */

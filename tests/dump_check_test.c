@@ -113,35 +113,35 @@ static void test_planted_corruptions(void)
     jv *v = check_changed(grow_block, &l, &r, 1);
     REQUIRE(v);
     CHECK(r.status == 1 && !jv_get(v, "ok")->boolean);
-    const jv *u1 = violation(v, "U1"), *k2 = violation(v, "K2");
+    const jv *u1 = violation(v, "FU1"), *k2 = violation(v, "FK2");
     CHECKF(u1 && jv_u64(jv_get(u1, "offset")) == l.used_span, "U1 at the grown block expected:\n%s", r.out);
     CHECKF(k2 && jv_u64(jv_get(k2, "offset")) == l.used_span + RPD_BLOCK_BYTES, "K2 at the next block expected:\n%s",
            r.out);
-    CHECK(violation(v, "H1") != NULL); /* the bytes no longer add up either */
+    CHECK(violation(v, "FH1") != NULL); /* the bytes no longer add up either */
     jv_free(v);
     tool_run_free(&r);
 
     v = check_changed(free_a_used_block, &l, &r, 1);
     REQUIRE(v);
-    const jv *k5 = violation(v, "K5");
+    const jv *k5 = violation(v, "FK5");
     CHECKF(r.status == 1 && k5 && jv_u64(jv_get(k5, "offset")) == l.used_between_free, "K5 expected:\n%s", r.out);
-    CHECK(violation(v, "H1") && violation(v, "I5"));
+    CHECK(violation(v, "FH1") && violation(v, "FI5"));
     jv_free(v);
     tool_run_free(&r);
 
     v = check_changed(miscount_live_blocks, &l, &r, 1);
     REQUIRE(v);
-    CHECKF(r.status == 1 && jv_u64(jv_get(v, "violation_count")) == 1 && violation(v, "H1") &&
-               jv_u64(jv_get(violation(v, "H1"), "offset")) == l.heap_record + 72,
+    CHECKF(r.status == 1 && jv_u64(jv_get(v, "violation_count")) == 1 && violation(v, "FH1") &&
+               jv_u64(jv_get(violation(v, "FH1"), "offset")) == l.heap_record + 72,
            "exactly one H1 expected:\n%s", r.out);
     jv_free(v);
     tool_run_free(&r);
 
     v = check_changed(misalign_free_pages, &l, &r, 1);
     REQUIRE(v);
-    const jv *d3 = violation(v, "D3");
+    const jv *d3 = violation(v, "FD3");
     CHECKF(r.status == 1 && d3 && jv_u64(jv_get(d3, "offset")) == l.free_page, "D3 expected:\n%s", r.out);
-    CHECK(violation(v, "D1") != NULL); /* the next record no longer follows */
+    CHECK(violation(v, "FD1") != NULL); /* the next record no longer follows */
     jv_free(v);
     tool_run_free(&r);
 
@@ -163,7 +163,7 @@ static void test_planted_corruptions(void)
     free(copy);
     rpdump_run(&r, "check", tmp_path("miscount.rpd"), NULL);
     char expect[80];
-    snprintf(expect, sizeof expect, "H1: heap 'checked', offset %llu", (unsigned long long)(l.heap_record + 72));
+    snprintf(expect, sizeof expect, "FH1: heap 'checked', offset %llu", (unsigned long long)(l.heap_record + 72));
     CHECKF(r.status == 1 && strstr(r.out, expect) && strstr(r.out, "1 violation"), "text check:\n%s", r.out);
     tool_run_free(&r);
     /* --max-errors bounds the list, not the count */
@@ -197,7 +197,7 @@ static void test_damaged_heap(void)
     jv_free(v);
     tool_run_free(&r);
     rpdump_run(&r, "check", path, NULL);
-    CHECK(r.status == 1 && strstr(r.out, "W1:"));
+    CHECK(r.status == 1 && strstr(r.out, "FW1:"));
     tool_run_free(&r);
     /* The heap is beyond repair; unmap it without touching its blocks. */
     rp_heap_destroy(h);

@@ -291,7 +291,7 @@ static void check_malformed(const char *path)
     rpd_put32(buf + samples_sec.offset + 32, 99);
     REQUIRE(dump_reseal(buf, len) == 0 && write_file(bad, buf, len) == 0);
     rpdump_run(&r, "check", bad, NULL);
-    CHECKF(r.status == 1 && strstr(r.out, "P1:") && strstr(r.out, "stack 99"), "%d %s", r.status, r.out);
+    CHECKF(r.status == 1 && strstr(r.out, "FP1:") && strstr(r.out, "stack 99"), "%d %s", r.status, r.out);
     tool_run_free(&r);
     jv *v = rpdump_json(&r, "sites", "--json", bad, NULL);
     int unknown = 0;

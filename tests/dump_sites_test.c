@@ -158,7 +158,7 @@ static void test_sites(void)
     jv_free(v);
     tool_run_free(&r);
     rpdump_run(&r, "check", unknown, NULL);
-    CHECK(r.status == 1 && strstr(r.out, "S1:") && strstr(r.out, "stack 99"));
+    CHECK(r.status == 1 && strstr(r.out, "FS1:") && strstr(r.out, "stack 99"));
     tool_run_free(&r);
 }
 

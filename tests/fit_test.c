@@ -1,4 +1,4 @@
-/* Fit guarantees of the span tier (src/span.h F1, F2): a heap that cannot grow uses a free
+/* Fit guarantees of the span tier (src/span.h FT1, FT2): a heap that cannot grow uses a free
  * block of the request's own size class that the O(1) search skips, rather than failing; and
  * a block of the rounded size is found without taking a new span. The default options. */
 #include <errno.h>

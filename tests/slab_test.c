@@ -1,4 +1,4 @@
-/* The slab tier (src/slab.h): the reciprocal gives every block index exactly (D1, every
+/* The slab tier (src/slab.h): the reciprocal gives every block index exactly (SL1, every
  * stride and offset); fresh runs and recycled blocks are live to rp_slab_block_live and
  * nothing else is (interior pointers, tails, free blocks, slabs not in use); taking fresh
  * blocks touches no block memory; empty slabs are kept up to keep_empty, then released with
@@ -32,7 +32,7 @@ static int live(rp_slab_space *s, const void *p)
     return rp_slab_block_live(s, p, &stride) != NULL;
 }
 
-/* D1: (o * recip) >> 32 == o / stride for every class and offset in a slab. */
+/* SL1: (o * recip) >> 32 == o / stride for every class and offset in a slab. */
 static void test_reciprocals(void)
 {
     for (unsigned c = 0; c < RP_SLAB_CLASSES; c++) {
@@ -456,11 +456,11 @@ static void test_checker_names_damage(void)
         uint64_t *word;
         uint64_t value;
     } damage[] = {
-        {"D2:", &map[0], map[0] | (1ull << 44)}, /* block 11's start: above fresh (10) */
-        {"D2:", &map[0], map[0] | (1ull << 21)}, /* inside block 5 (4 granules per block) */
-        {"D2:", &map[0], map[0] & ~(1ull << 4)}, /* live no longer matches */
-        {"D1:", &s.meta[0], s.meta[0] + (1ull << 32)}, /* the reciprocal */
-        {"D1:", &s.meta[0], s.meta[0] - 1},             /* the block count */
+        {"SL2:", &map[0], map[0] | (1ull << 44)}, /* block 11's start: above fresh (10) */
+        {"SL2:", &map[0], map[0] | (1ull << 21)}, /* inside block 5 (4 granules per block) */
+        {"SL2:", &map[0], map[0] & ~(1ull << 4)}, /* live no longer matches */
+        {"SL1:", &s.meta[0], s.meta[0] + (1ull << 32)}, /* the reciprocal */
+        {"SL1:", &s.meta[0], s.meta[0] - 1},             /* the block count */
     };
     for (size_t i = 0; i < sizeof damage / sizeof damage[0]; i++) {
         uint64_t saved = *damage[i].word;
@@ -470,32 +470,32 @@ static void test_checker_names_damage(void)
         *damage[i].word = saved;
     }
     d->on_avail = 0;
-    CHECK(rp_slab_pool_check(&pool, why, sizeof why) != 0 && strncmp(why, "D3:", 3) == 0);
+    CHECK(rp_slab_pool_check(&pool, why, sizeof why) != 0 && strncmp(why, "SL3:", 4) == 0);
     d->on_avail = 1;
     d->scan = 1;
-    CHECK(rp_slab_pool_check(&pool, why, sizeof why) != 0 && strncmp(why, "D2:", 3) == 0);
+    CHECK(rp_slab_pool_check(&pool, why, sizeof why) != 0 && strncmp(why, "SL2:", 4) == 0);
     d->scan = 0;
     pool.cur[3] = NULL;
-    CHECK(rp_slab_pool_check(&pool, why, sizeof why) != 0 && strncmp(why, "D4:", 3) == 0);
+    CHECK(rp_slab_pool_check(&pool, why, sizeof why) != 0 && strncmp(why, "SL4:", 4) == 0);
     pool.cur[3] = d;
     pool.bytes_live += 16;
-    CHECK(rp_slab_pool_check(&pool, why, sizeof why) != 0 && strncmp(why, "P1:", 3) == 0);
+    CHECK(rp_slab_pool_check(&pool, why, sizeof why) != 0 && strncmp(why, "SP1:", 4) == 0);
     pool.bytes_live -= 16;
     pool.empty_n = 1;
-    CHECK(rp_slab_pool_check(&pool, why, sizeof why) != 0 && strncmp(why, "D5:", 3) == 0);
+    CHECK(rp_slab_pool_check(&pool, why, sizeof why) != 0 && strncmp(why, "SL5:", 4) == 0);
     pool.empty_n = 0;
     s.slabs_held++;
-    CHECK(rp_slab_space_check(&s, why, sizeof why) != 0 && strncmp(why, "S3:", 3) == 0);
+    CHECK(rp_slab_space_check(&s, why, sizeof why) != 0 && strncmp(why, "SS3:", 4) == 0);
     s.slabs_held--;
     s.released_n++;
-    CHECK(rp_slab_space_check(&s, why, sizeof why) != 0 && strncmp(why, "S2:", 3) == 0);
+    CHECK(rp_slab_space_check(&s, why, sizeof why) != 0 && strncmp(why, "SS2:", 4) == 0);
     s.released_n--;
     size_t next = s.chunk_used[0]; /* the slab the pool's chunk hands out next: never used */
     s.desc[next].cls = 1;           /* its descriptor written */
-    CHECK(rp_slab_space_check(&s, why, sizeof why) != 0 && strncmp(why, "S2:", 3) == 0);
+    CHECK(rp_slab_space_check(&s, why, sizeof why) != 0 && strncmp(why, "SS2:", 4) == 0);
     s.desc[next].cls = 0;
     s.bits[next * RP_SLAB_WORDS + 3] = 8; /* its bitmap written */
-    CHECK(rp_slab_space_check(&s, why, sizeof why) != 0 && strncmp(why, "S2:", 3) == 0);
+    CHECK(rp_slab_space_check(&s, why, sizeof why) != 0 && strncmp(why, "SS2:", 4) == 0);
     s.bits[next * RP_SLAB_WORDS + 3] = 0;
     check_all(&s, &pool, "after repair");
     rp_slab_pool_reset(&pool);

@@ -69,7 +69,7 @@ static inline rp_heap *rp_ms_owner(const rp_slab *d)
 /* A refill of class cls from arena h's pool, under one lock: up to n blocks handed out
  * before, stored in out (returns how many); when there are none, a run of up to run_max fresh
  * blocks of one slab instead (*run_first, stride apart; *run_n of them, 0 when the space is
- * used up), and returns 0. *chunk_lo receives the pool's chunk (slab.h P2; 0 when it has
+ * used up), and returns 0. *chunk_lo receives the pool's chunk (slab.h SP2; 0 when it has
  * none), the thread's near region. Reads no block. */
 size_t rp_ms_refill(rp_heap *h, unsigned cls, void **out, size_t n, size_t run_max, void **run_first,
                     size_t *run_n, uintptr_t *chunk_lo);
@@ -80,7 +80,7 @@ void rp_ms_give_back(rp_heap *h, void *const *blocks, size_t n);
 /* Releases every empty slab every arena keeps (malloc_trim). Returns how many. */
 size_t rp_ms_trim(void);
 
-/* Verifies the space and every arena's pool (slab.h S1..S3, D1..D5, P1). 0, or non-zero
+/* Verifies the space and every arena's pool (slab.h SS1..SS3, SL1..SL5, SP1). 0, or non-zero
  * with a message in why. */
 int rp_ms_check(char *why, size_t len);
 

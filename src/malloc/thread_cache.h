@@ -57,15 +57,6 @@
  *       the blocks it gives back to their heap or pool. (A block the program holds may carry
  *       the heap profiler's mark instead, RP_CACHE_MARK_SAMPLED or RP_PAGEF_SAMPLED: profile.h;
  *       free's test for a set mark sends it out of line, where it is told apart.)
- *   T6  runs[c] (c < RP_SLAB_CLASSES, slabs on: malloc_slabs.h): left blocks of slab class c
- *       from next on, each the class's stride apart, in one slab of the cache's arena's pool:
- *       fresh blocks a refill took (rp_slab_take_fresh) and the cache has not handed out.
- *       They are live to the pool and in no bin, marked (T4), and never read or written by
- *       the cache: malloc hands them out in address order when bin c is empty and no free is
- *       collected (T5: those are examined first), clearing only their marks, so memory no
- *       program has touched yet stays untouched (and costs no page fault) until the program
- *       writes it. A free() of one (the program never got it) finds its mark set and is
- *       reported.
  *   T5  freed[0 .. freed_n-1] are the pointers into the slab space, outside the near region
  *       (below), that this thread passed to free() since its free batch was last examined, in
  *       call order, each 16-byte aligned, nothing else known about them (free's fast path
@@ -76,6 +67,15 @@
  *       happened meanwhile; every other pointer is examined at its call, from the address map
  *       before anything in front of it is read (a user heap's block, foreign memory that may
  *       be unmapped by then).
+ *   T6  runs[c] (c < RP_SLAB_CLASSES, slabs on: malloc_slabs.h): left blocks of slab class c
+ *       from next on, each the class's stride apart, in one slab of the cache's arena's pool:
+ *       fresh blocks a refill took (rp_slab_take_fresh) and the cache has not handed out.
+ *       They are live to the pool and in no bin, marked (T4), and never read or written by
+ *       the cache: malloc hands them out in address order when bin c is empty and no free is
+ *       collected (T5: those are examined first), clearing only their marks, so memory no
+ *       program has touched yet stays untouched (and costs no page fault) until the program
+ *       writes it. A free() of one (the program never got it) finds its mark set and is
+ *       reported.
  * The free batch (T5) makes a free cheap when the block was last written by another CPU (a
  * producer/consumer program): free() prefetches the block's cache mark for writing and
  * records the pointer, and the batch is examined when it is full
@@ -86,7 +86,7 @@
  * freed_limit is option free_batch (default 32); 1 examines every free at its call, and so
  * do caches with cap 0 and the debug flavour (which sees every free at once).
  * The near region: a pointer into [near_lo, near_lo + near_len), the 4 MiB chunk of the slab
- * space the cache's arena's pool takes new slabs from (slab.h P2), as of the cache's last
+ * space the cache's arena's pool takes new slabs from (slab.h SP2), as of the cache's last
  * slab refill, is examined at its call instead of collected. Such a block is most likely one
  * this thread took and handed out itself, whose line is still in this CPU's cache: recording
  * it and examining it later would only add work. A refill from the transfer cache that takes
