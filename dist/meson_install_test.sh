@@ -35,6 +35,7 @@ major=${version%%.*}
 for f in include/rampart/rampart.h include/rampart/rampart_malloc.h include/rampart/rampart_debug.h \
     include/rampart/stack_depot.h include/rampart/rampart_dump.h lib/librampart.a lib/librampart_debug.a \
     lib/librampart.so lib/librampart_debug.so lib/librampart_malloc.so lib/librampart_malloc_debug.so \
+    lib/librampart_malloc.a lib/librampart_malloc_debug.a \
     lib/pkgconfig/rampart.pc lib/pkgconfig/rampart-debug.pc bin/rpdump; do
     [ -e "$prefix/$f" ] || fail "$f not installed"
 done
@@ -87,4 +88,10 @@ expect "$(LD_LIBRARY_PATH=$lib "$tmp/consumer_build/consumer")" release
 # The preload library runs a program.
 out=$(LD_PRELOAD=$lib/librampart_malloc.so.$major RAMPART_OPTIONS=stats=1 "$tmp/c_static" 2>&1 >/dev/null)
 [[ "$out" == *"thread caches"* ]] || fail "LD_PRELOAD librampart_malloc.so.$major printed no statistics: $out"
+# The drop-in's archive, linked into a program, is its malloc (stats at exit say so).
+# shellcheck disable=SC2046
+cc -std=c11 -Wall -Wextra -Werror -o "$tmp/c_malloc_static" "$consumer" $(pkg-config --cflags rampart) \
+    -Wl,--whole-archive "$lib/librampart_malloc.a" -Wl,--no-whole-archive -pthread -lunwind -lm
+out=$(RAMPART_OPTIONS=stats=1 "$tmp/c_malloc_static" 2>&1 >/dev/null)
+[[ "$out" == *"thread caches"* ]] || fail "a program linked with librampart_malloc.a printed no statistics: $out"
 echo "all checks passed in $((SECONDS - start)) s"
