@@ -56,10 +56,15 @@ static void parts(void)
     n = 0;
     CHECK(rp_options_parse_in("dump_on_peak=1", &o, RP_OPTIONS_RELEASE, RP_OPTIONS_PART_DUMP, record, &n) == 1);
     CHECKF(strstr(last, "needs the malloc drop-in"), "%s", last);
-    /* guard pages are the debug runtime's so far: warned about in release */
+    /* guard pages are in no library yet: the key is warned about in either flavour, never
+     * taken silently */
     n = 0;
     CHECK(rp_options_parse_in("guard=all", &o, RP_OPTIONS_RELEASE, RP_OPTIONS_PARTS_ALL & ~RP_OPTIONS_PART_DEBUG_RUNTIME,
                               record, &n) == 1 && o.guard == 1);
+    CHECK((rp_options_parts_linked() & RP_OPTIONS_PART_DEBUG_RUNTIME) == 0);
+    n = 0;
+    CHECK(rp_options_parse_in("guard=sample:10", &o, RP_OPTIONS_DEBUG, rp_options_parts_linked(), record, &n) == 1);
+    CHECKF(strstr(last, "no rampart library implements yet"), "%s", last);
     /* the flavour's warning comes first, and only once */
     n = 0;
     CHECK(rp_options_parse_in("profile=1:profile=0", &o, RP_OPTIONS_DEBUG, 0, record, &n) == 1);
