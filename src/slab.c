@@ -20,13 +20,20 @@ int rp_slab_space_init(rp_slab_space *s, size_t len)
     size_t desc_bytes = nslabs * sizeof(rp_slab);
     size_t marks_off = rp_align_up(meta_bytes + bits_bytes + desc_bytes + nchunks, RP_OS_PAGE);
     size_t arrays_bytes = marks_off + (len >> 4); /* a cache mark per 16-byte granule */
-    /* Chunks aligned to their size: each is whole 2 MiB pages, advised or not (space_take). */
-    void *base = rp_os_reserve(len, RP_SLAB_CHUNK_BYTES);
-    if (!base)
+    /* Chunks aligned to their size: each is whole 2 MiB pages, advised or not (space_take).
+     * A chunk's length of inaccessible address space goes first, so an underflow out of the
+     * first chunk (a pointer run back from the first blocks handed out) faults. */
+    char *reserved = rp_os_reserve(RP_SLAB_LEAD_GUARD + len, RP_SLAB_CHUNK_BYTES);
+    if (!reserved)
         return -1;
+    void *base = reserved + RP_SLAB_LEAD_GUARD;
+    if (rp_os_make_inaccessible(reserved, RP_SLAB_LEAD_GUARD) != 0) {
+        (void)rp_os_unreserve(reserved, RP_SLAB_LEAD_GUARD + len);
+        return -1;
+    }
     char *arrays = rp_os_reserve(arrays_bytes, RP_OS_PAGE);
     if (!arrays) {
-        (void)rp_os_unreserve(base, len);
+        (void)rp_os_unreserve(reserved, RP_SLAB_LEAD_GUARD + len);
         return -1;
     }
     s->base = (uintptr_t)base;
@@ -48,7 +55,7 @@ void rp_slab_space_fini(rp_slab_space *s)
 {
     if (!s->arrays)
         return;
-    (void)rp_os_unreserve((void *)s->base, s->len);
+    (void)rp_os_unreserve((void *)(s->base - RP_SLAB_LEAD_GUARD), RP_SLAB_LEAD_GUARD + s->len);
     (void)rp_os_unreserve(s->arrays, s->arrays_bytes);
     rp_lock_fini(&s->lock);
     memset(s, 0, sizeof *s);

@@ -31,7 +31,9 @@
  * keep_empty per pool, for any class) or given back to the space, its memory returned to the
  * OS (MADV_DONTNEED). The space hands each pool chunks of RP_SLAB_CHUNK_SLABS slabs, whose
  * slabs only that pool takes, in address order; a pool with no chunk left to take one from
- * takes the slabs given back (a stack), under the space's lock.
+ * takes the slabs given back (a stack), under the space's lock. The RP_SLAB_LEAD_GUARD bytes
+ * of address space below the space are inaccessible: an underflow out of the first chunk
+ * faults.
  *
  * Invariants (rp_slab_space_check and rp_slab_pool_check verify them):
  *   SS1 base and len are multiples of RP_SLAB_BYTES; meta, bits and desc have nslabs =
@@ -88,6 +90,7 @@
 #define RP_SLAB_CHUNK_SHIFT 22                            /* a pool's share of the space */
 #define RP_SLAB_CHUNK_BYTES ((size_t)1 << RP_SLAB_CHUNK_SHIFT)
 #define RP_SLAB_CHUNK_SLABS (RP_SLAB_CHUNK_BYTES >> RP_SLAB_SHIFT) /* 64 */
+#define RP_SLAB_LEAD_GUARD RP_SLAB_CHUNK_BYTES /* inaccessible, just below base */
 
 struct rp_slab_pool;
 

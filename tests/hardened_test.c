@@ -118,6 +118,38 @@ static void test_write_after_free(void)
     check_malloc("after the writes after free");
 }
 
+/* A write after free that the program's end overtakes: the exiting thread's quarantine is
+ * checked at exit, reported with the default handler (an abort), in a child process. */
+static void test_write_after_free_at_exit(void)
+{
+    for (unsigned i = 0; i < NSIZES; i++) {
+        fflush(NULL);
+        pid_t pid = fork();
+        if (pid == 0) {
+            rp_set_report_fn(NULL, NULL, NULL);
+            unsigned char *p = do_malloc(sizes[i]);
+            do_free(p);
+            p[sizes[i] / 2] = 'A';
+            exit(0);
+        }
+        int status;
+        REQUIRE(waitpid(pid, &status, 0) == pid);
+        CHECKF(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT,
+               "%zu bytes written after free, then exit: status %#x, not an abort", sizes[i], status);
+    }
+    /* and a clean exit stays clean */
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        rp_set_report_fn(NULL, NULL, NULL);
+        do_free(do_malloc(100));
+        exit(0);
+    }
+    int status;
+    REQUIRE(waitpid(pid, &status, 0) == pid);
+    CHECKF(WIFEXITED(status) && WEXITSTATUS(status) == 0, "a clean exit: status %#x", status);
+}
+
 /* One byte written past a span block's end lands in the next header: reported at the free. */
 static void test_overflow_into_next_header(void)
 {
@@ -187,6 +219,7 @@ int main(void)
     test_wiped();
     test_reuse_unpredictable();
     test_write_after_free();
+    test_write_after_free_at_exit();
     test_overflow_into_next_header();
     test_guard_slab();
     test_core_heap();

@@ -9,10 +9,14 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <malloc.h>
+#include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "rampart.h"
 #include "rampart_malloc.h"
@@ -210,6 +214,25 @@ static void collect(void *arg, const char *chunk)
     }
 }
 
+/* The chunk's length below the slab space is inaccessible: a pointer run back 1 MiB from the
+ * first blocks faults (the security suite's one_mbyte_underflow). */
+static void test_lead_guard(void)
+{
+    char *lo = (char *)rp_ms_space.base;
+    for (size_t back = 1; back <= RP_SLAB_LEAD_GUARD; back <<= 10) {
+        fflush(NULL);
+        pid_t pid = fork();
+        if (pid == 0) {
+            ((volatile char *)lo)[-(ptrdiff_t)back] = 1;
+            _exit(0);
+        }
+        int status;
+        REQUIRE(waitpid(pid, &status, 0) == pid);
+        CHECKF(!(WIFEXITED(status) && WEXITSTATUS(status) == 0), "a write %zu bytes below the slab space did not fault",
+               back);
+    }
+}
+
 int main(int argc, char **argv)
 {
     int off = argc > 1 && strcmp(argv[1], "--off") == 0;
@@ -233,5 +256,6 @@ int main(int argc, char **argv)
     test_misuse();
     test_realloc();
     test_trim_and_stats();
+    test_lead_guard();
     TEST_MAIN_END();
 }

@@ -129,6 +129,23 @@ void rp_hq_put_pages(rp_tcache *tc, void *p, rp_page *d)
     put(tc, e);
 }
 
+/* At exit, the exiting thread's quarantine is checked where it stands, every byte (at most
+ * RP_HQ_BYTES, or one larger block; decommitted pages read as the zero page): a write after
+ * free that no reuse will ever find, the program ending first, is still reported. */
+__attribute__((destructor)) static void check_quarantine_at_exit(void)
+{
+    rp_tcache *tc = rp_tc_self;
+    if (!tc || !tc->hq_n)
+        return;
+    for (uint32_t i = 0; i < tc->hq_n; i++) {
+        const unsigned char *at = first_written(tc->quarantine[i].p, tc->quarantine[i].bytes);
+        if (at) {
+            report_written(&tc->quarantine[i], at);
+            wipe(&tc->quarantine[i]);
+        }
+    }
+}
+
 void rp_hq_drain(rp_tcache *tc)
 {
     while (tc->hq_n) {

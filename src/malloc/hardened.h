@@ -11,6 +11,7 @@
  *     marked as held by a cache, so a second free is still reported;
  *   - write-after-free checks: a block leaving the quarantine must still be zero (all of a
  *     small block, the first and last lines of a larger one), else the write is reported;
+ *     at exit the exiting thread's quarantine is checked the same way;
  *   - the header after a span block is checked at its free (an overflow into it is reported),
  *     as the heap itself checks it when a block goes back to it;
  *   - guard pages between the slab space's chunks (slab.h), so a linear overflow out of one
