@@ -191,6 +191,34 @@ static void test_blind_forgery(void)
     check_malloc("after the forgeries");
 }
 
+void free_sized(void *p, size_t size);
+void _ZdlPvm(void *p, size_t size);
+void _ZdaPvmSt11align_val_t(void *p, size_t size, size_t align);
+
+/* A sized free or delete whose size is bigger than the block (delete through the wrong type):
+ * reported, the block left alone; the right size, or a smaller one, frees. */
+static void test_sized_free(void)
+{
+    static const size_t sizes[] = {1, 100, 2000, 3 * 4096};
+    for (unsigned i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        size_t n = sizes[i];
+        char *p = do_malloc(n);
+        size_t usable = malloc_usable_size(p);
+        memset(reports, 0, sizeof reports);
+        _ZdlPvm(p, usable + 1);
+        free_sized(p, usable + 64);
+        _ZdaPvmSt11align_val_t(p, 2 * usable, 16);
+        CHECKF(reports[RP_ERR_INVALID_FREE] == 3 && last_address == p, "%zu bytes freed as bigger: %d reports", n,
+               reports[RP_ERR_INVALID_FREE]);
+        _ZdlPvm(p, n); /* still live: the right size frees it */
+        char *q = do_malloc(n);
+        free_sized(q, 1);
+        CHECKF(reports[RP_ERR_INVALID_FREE] == 3 && reports[RP_ERR_DOUBLE_FREE] == 0, "%zu bytes: right sizes reported",
+               n);
+    }
+    check_malloc("after the sized frees");
+}
+
 int main(void)
 {
     void *old_arg;
@@ -201,5 +229,6 @@ int main(void)
     test_free_writes_nothing();
     test_key_not_in_arena_memory();
     test_blind_forgery();
+    test_sized_free();
     TEST_MAIN_END();
 }

@@ -968,17 +968,58 @@ size_t malloc_usable_size(void *p)
  * aliases: gcc and clang disagree on how an alias inherits the libc declarations). */
 void cfree(void *p);
 void cfree(void *p) { free_impl(p); }
-void free_sized(void *p, size_t size);
-void free_sized(void *p, size_t size)
+/* free_sized, free_aligned_sized and C++'s sized operator delete: the size the program gives
+ * must fit the block (C23 and C++ leave a mismatch undefined; ASan reports it as a
+ * new-delete type mismatch). A block smaller than that size is reported as an invalid free
+ * and left alone; anything else is freed as by free(). */
+static RP_NOINLINE void report_size_mismatch(void *p, size_t size, size_t usable, const char *what)
 {
-    (void)size;
+    rp_fault f;
+    f.kind = 0;
+    rp_fault_set(&f, RP_ERR_INVALID_FREE, rp_heap_of(p), p, p, usable,
+                 "%s(%p, %zu): the block holds %zu bytes: freed as something bigger (another type, or "
+                 "another allocation's size)",
+                 what, p, size, usable);
+    rp_report_fault(&f);
+}
+
+static void free_with_size(void *p, size_t size, const char *what)
+{
+    if (p && size) {
+        size_t usable = malloc_usable_size(p);
+        if (usable && size > usable) {
+            report_size_mismatch(p, size, usable, what);
+            return;
+        }
+    }
     free_impl(p);
 }
+
+void free_sized(void *p, size_t size);
+void free_sized(void *p, size_t size) { free_with_size(p, size, "free_sized"); }
 void free_aligned_sized(void *p, size_t align, size_t size);
 void free_aligned_sized(void *p, size_t align, size_t size)
 {
-    (void)align, (void)size;
-    free_impl(p);
+    (void)align;
+    free_with_size(p, size, "free_aligned_sized");
+}
+/* operator delete(void *, size_t), operator delete[](void *, size_t) and their align_val_t
+ * forms (what C++14 programs call to delete an object of known size). */
+void _ZdlPvm(void *p, size_t size);
+void _ZdlPvm(void *p, size_t size) { free_with_size(p, size, "operator delete"); }
+void _ZdaPvm(void *p, size_t size);
+void _ZdaPvm(void *p, size_t size) { free_with_size(p, size, "operator delete[]"); }
+void _ZdlPvmSt11align_val_t(void *p, size_t size, size_t align);
+void _ZdlPvmSt11align_val_t(void *p, size_t size, size_t align)
+{
+    (void)align;
+    free_with_size(p, size, "operator delete");
+}
+void _ZdaPvmSt11align_val_t(void *p, size_t size, size_t align);
+void _ZdaPvmSt11align_val_t(void *p, size_t size, size_t align)
+{
+    (void)align;
+    free_with_size(p, size, "operator delete[]");
 }
 void *__libc_malloc(size_t size);
 void *__libc_malloc(size_t size) { return malloc_impl(size); }
