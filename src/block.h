@@ -122,21 +122,27 @@ static inline int rp_block_valid(const rp_mac_key *key, const rp_block *b)
     return rp_block_bits_ok(b->bits) && b->check == rp_block_check_value(key, b);
 }
 
+/* Header fields are written under the heap's lock, but read without it by the malloc
+ * drop-in's free and usable-size paths (header_snapshot.h), which validate what they read by
+ * its check word. Every write is therefore a relaxed atomic store (a plain mov on x86-64), so
+ * the racing read is defined behaviour. */
+static inline void rp_block_store(uint32_t *field, uint32_t value) { __atomic_store_n(field, value, __ATOMIC_RELAXED); }
+
 /* Writes all four header fields (recomputing the check). */
 RP_NO_SANITIZE_ADDRESS
 static inline void rp_block_write(const rp_mac_key *key, rp_block *b, uint32_t prev_size, uint32_t size,
                                   uint32_t bits)
 {
-    b->prev_size = prev_size;
-    b->size = size;
-    b->bits = bits;
-    b->check = rp_block_check_fields(key, (uintptr_t)b, prev_size, size, bits);
+    rp_block_store(&b->prev_size, prev_size);
+    rp_block_store(&b->size, size);
+    rp_block_store(&b->bits, bits);
+    rp_block_store(&b->check, rp_block_check_fields(key, (uintptr_t)b, prev_size, size, bits));
 }
 
 RP_NO_SANITIZE_ADDRESS
 static inline void rp_block_reseal(const rp_mac_key *key, rp_block *b)
 {
-    b->check = rp_block_check_value(key, b);
+    rp_block_store(&b->check, rp_block_check_value(key, b));
 }
 
 #endif

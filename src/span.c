@@ -224,12 +224,12 @@ static rp_block *carve(rp_heap *h, rp_block *b, size_t lead, size_t need, unsign
         rp_block_write(key, tail, (uint32_t)need, (uint32_t)rest, RP_HDR_FREE);
         rp_free_index_insert(&h->index, tail);
         next = rp_block_next(tail);
-        next->prev_size = (uint32_t)rest;
+        rp_block_store(&next->prev_size, (uint32_t)rest);
     } else {
         a_size = need + rest;
         next = (rp_block *)((char *)a + a_size);
-        next->prev_size = (uint32_t)a_size;
-        next->bits &= ~(uint32_t)RP_HDR_PREV_FREE;
+        rp_block_store(&next->prev_size, (uint32_t)a_size);
+        rp_block_store(&next->bits, next->bits & ~(uint32_t)RP_HDR_PREV_FREE);
     }
     rp_block_reseal(key, next);
     rp_block_write(key, a, prev_size, (uint32_t)a_size, prev_bits | (align_log2 << RP_HDR_ALIGN_SHIFT));
@@ -365,7 +365,7 @@ static void split_run(rp_heap *h, rp_block *a, size_t stride, size_t k)
     uint32_t bits = a->bits & RP_HDR_ALIGN_MASK;
     uint32_t total = a->size;
     rp_block *next = rp_block_next(a);
-    a->size = k > 1 ? (uint32_t)stride : total;
+    rp_block_store(&a->size, k > 1 ? (uint32_t)stride : total);
     rp_block_reseal(key, a);
     rp_block *b = a;
     for (size_t i = 1; i < k; i++) {
@@ -373,7 +373,7 @@ static void split_run(rp_heap *h, rp_block *a, size_t stride, size_t k)
         uint32_t size = i + 1 < k ? (uint32_t)stride : total - (uint32_t)(stride * (k - 1));
         rp_block_write(key, b, (uint32_t)stride, size, bits);
     }
-    next->prev_size = b->size;
+    rp_block_store(&next->prev_size, b->size);
     rp_block_reseal(key, next);
 }
 
@@ -555,8 +555,8 @@ void rp_span_release_run(rp_heap *h, rp_block *b, size_t count, size_t total, rp
 
     rp_block *after = (rp_block *)((char *)start + len);
     rp_block_write(key, start, start->prev_size, (uint32_t)len, RP_HDR_FREE);
-    after->prev_size = (uint32_t)len;
-    after->bits |= RP_HDR_PREV_FREE;
+    rp_block_store(&after->prev_size, (uint32_t)len);
+    rp_block_store(&after->bits, after->bits | RP_HDR_PREV_FREE);
     rp_block_reseal(key, after);
     if (start->prev_size == 0 && (after->bits & RP_HDR_SENTINEL))
         span_emptied(h, start);
@@ -595,12 +595,12 @@ int rp_span_resize(rp_heap *h, rp_block *b, size_t size, rp_fault *f)
             rp_hook_span_freed(h, next, RP_MIN_BLOCK);
         }
         rp_hook_span_freed(h, (char *)tail + RP_MIN_BLOCK, rest - RP_MIN_BLOCK);
-        b->size = (uint32_t)need;
+        rp_block_store(&b->size, (uint32_t)need);
         rp_block_reseal(key, b);
         rp_block_write(key, tail, (uint32_t)need, (uint32_t)tail_len, RP_HDR_FREE);
         rp_block *after = rp_block_next(tail);
-        after->prev_size = (uint32_t)tail_len;
-        after->bits |= RP_HDR_PREV_FREE;
+        rp_block_store(&after->prev_size, (uint32_t)tail_len);
+        rp_block_store(&after->bits, after->bits | RP_HDR_PREV_FREE);
         rp_block_reseal(key, after);
         rp_free_index_insert(&h->index, tail);
         h->bytes_in_use -= rest;
@@ -619,11 +619,11 @@ int rp_span_resize(rp_heap *h, rp_block *b, size_t size, rp_fault *f)
         rp_block *tail = (rp_block *)((char *)b + need);
         rp_block_write(key, tail, (uint32_t)need, (uint32_t)rest, RP_HDR_FREE);
         rp_free_index_insert(&h->index, tail);
-        after->prev_size = (uint32_t)rest;
+        rp_block_store(&after->prev_size, (uint32_t)rest);
     } else {
         new_size = total;
-        after->prev_size = (uint32_t)total;
-        after->bits &= ~(uint32_t)RP_HDR_PREV_FREE;
+        rp_block_store(&after->prev_size, (uint32_t)total);
+        rp_block_store(&after->bits, after->bits & ~(uint32_t)RP_HDR_PREV_FREE);
     }
     rp_block_reseal(key, after);
     /* The debug flavour verifies the free payload being taken over (not next's header and
@@ -632,7 +632,7 @@ int rp_span_resize(rp_heap *h, rp_block *b, size_t size, rp_fault *f)
     char *reuse_to = (char *)b + new_size;
     if (reuse_to > reuse_from)
         rp_hook_span_reused(h, reuse_from, (size_t)(reuse_to - reuse_from), f);
-    b->size = (uint32_t)new_size;
+    rp_block_store(&b->size, (uint32_t)new_size);
     rp_block_reseal(key, b);
     h->bytes_in_use += new_size - old;
     h->bytes_usable += new_size - old;
