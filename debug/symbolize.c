@@ -8,8 +8,15 @@
 #include <string.h>
 
 #include "dwarf_symbols.h"
+#include "src/hooks.h"
 #include "rampart_debug.h"
 #include "sanitizer_track.h"
+
+#ifdef RP_ASAN
+#define RP_SYMBOLIZE_UNDER_ASAN 1
+#else
+#define RP_SYMBOLIZE_UNDER_ASAN 0
+#endif
 
 /* The process's modules for libdw, added as frames in them come up; kept for the life of the
  * process (the strings frames point to live in it). */
@@ -28,8 +35,11 @@ static void from_dwarf(uintptr_t pc, const struct link_map *lm, uintptr_t bias, 
     pthread_mutex_lock(&dwarf_lock);
     if (!process_dwarf && !dwarf_unavailable) {
         /* Under Valgrind, memcheck's own traces carry the lines, and libdw's search trees
-         * (glibc's tsearch keeps a colour bit in its pointers) would show as possibly lost. */
-        process_dwarf = rp_san_on_valgrind() ? NULL : rp_dwarf_new();
+         * (glibc's tsearch keeps a colour bit in its pointers) would show as possibly lost.
+         * Under AddressSanitizer the drop-in is not the process's malloc for other modules:
+         * libdw's blocks come from ASan's allocator and some of its frees reach glibc's free,
+         * which aborts; ASan's own symbolizer names the lines there. */
+        process_dwarf = rp_san_on_valgrind() || RP_SYMBOLIZE_UNDER_ASAN ? NULL : rp_dwarf_new();
         dwarf_unavailable = process_dwarf == NULL;
     }
     if (process_dwarf) {

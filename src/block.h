@@ -126,6 +126,7 @@ static inline int rp_block_valid(const rp_mac_key *key, const rp_block *b)
  * drop-in's free and usable-size paths (header_snapshot.h), which validate what they read by
  * its check word. Every write is therefore a relaxed atomic store (a plain mov on x86-64), so
  * the racing read is defined behaviour. */
+RP_NO_SANITIZE_ADDRESS
 static inline void rp_block_store(uint32_t *field, uint32_t value) { __atomic_store_n(field, value, __ATOMIC_RELAXED); }
 
 /* Writes all four header fields (recomputing the check). */
