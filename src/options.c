@@ -120,6 +120,18 @@ int rp_options_fault_signal(int sig)
            sig == SIGSYS;
 }
 
+/* The debug quarantine's default: ASan's scale, 256 MiB, but at most an eighth of the RAM
+ * (a quarantine per heap, and a few heaps must stay well within memory). */
+static size_t quarantine_default(void)
+{
+    const size_t asan_scale = (size_t)256 << 20;
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    if (pages <= 0 || page <= 0)
+        return asan_scale;
+    size_t eighth = ((size_t)pages / 8 * (size_t)page) & ~(((size_t)1 << 20) - 1);
+    return eighth && eighth < asan_scale ? eighth : asan_scale;
+}
+
 void rp_options_defaults(rp_options *o)
 {
     memset(o, 0, sizeof *o);
@@ -137,7 +149,7 @@ void rp_options_defaults(rp_options *o)
     o->alloc_fill = 0xbe;
     o->free_fill = 0x6b;
     o->alloc_fill_max = (size_t)1 << 20;
-    o->quarantine_bytes = (size_t)4 << 20;
+    o->quarantine_bytes = quarantine_default();
     o->backtrace_depth = 16;
     o->abort_on_error = 1;
     o->check_at_exit = 1;

@@ -53,8 +53,8 @@ typedef struct rp_options {
     unsigned free_fill;        /* free_fill: byte for freed blocks (default 0x6b) */
     size_t alloc_fill_max;     /* alloc_fill_max: bytes of a fresh block filled with alloc_fill,
                                   from its start (default 1M; a 4 GiB block is not written) */
-    size_t quarantine_bytes;   /* quarantine_bytes: freed bytes held back FIFO (default
-                                  RP_QUARANTINE_AUTO: 256M, at most an eighth of the RAM) */
+    size_t quarantine_bytes;   /* quarantine_bytes: freed bytes held back FIFO per heap (default
+                                  256M, at most an eighth of the RAM) */
     unsigned backtrace_depth;  /* backtrace_depth: frames per stack, 0 = off (default 16, max 64) */
     unsigned long check_interval; /* check_interval: rp_heap_check every N operations, 0 = off */
     int abort_on_error;        /* on_error: abort | continue (default abort) */

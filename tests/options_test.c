@@ -177,7 +177,8 @@ int main(int argc, char **argv)
         return child(argv[1]);
     rp_options o;
     rp_options_defaults(&o);
-    CHECK(o.poison == 1 && o.abort_on_error == 1 && o.quarantine_bytes == (4u << 20));
+    CHECK(o.poison == 1 && o.abort_on_error == 1 && o.quarantine_bytes > (4u << 20) &&
+          o.quarantine_bytes <= (256u << 20));
     CHECK(o.alloc_fill_max == (size_t)1 << 20);
     int n = 0;
     /* Every key of the debug flavour; cache_bytes (a release key) is stored with a warning. */
