@@ -44,9 +44,6 @@ static unsigned internal_frames = INTERNAL_FRAMES;
 static code_range report_fn;
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 
-/* Defined by the malloc drop-in (src/malloc/arena.c): present exactly when the process's malloc,
- * free, ... in this link are rampart's. */
-extern int rp_malloc_ready(void) __attribute__((weak));
 
 static int range_of(void *fn, const char *name, code_range *out)
 {

@@ -36,8 +36,7 @@
 #include "src/clock.h"
 #include "src/options.h"
 
-/* Tells the options parser that this library has the dump writer (src/options.c). */
-extern const char rp_options_part_dump;
+/* Tells the options parser that this library has the dump writer (src/options.h). */
 const char rp_options_part_dump = 1;
 
 static pthread_mutex_t dump_lock = PTHREAD_MUTEX_INITIALIZER;

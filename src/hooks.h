@@ -39,6 +39,10 @@
 
 struct rp_fault;
 
+/* Defined by the malloc drop-in (src/malloc/malloc_init.c), weak: present exactly when the
+ * process's malloc, free, ... in this link are rampart's. */
+int rp_malloc_ready(void) __attribute__((weak));
+
 /* What the debug runtime decides about a free. */
 enum {
     RP_HOOK_FREE_NOW = 0,   /* the core returns the block to free space now */

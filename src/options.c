@@ -646,10 +646,6 @@ static void line_to_stderr(const char *line, void *arg)
     }
 }
 
-/* Defined by the parts a library may have (weak: absent parts read as NULL). */
-extern const char rp_options_part_malloc __attribute__((weak));  /* src/malloc/arena.c */
-extern const char rp_options_part_dump __attribute__((weak));    /* debug/dump_trigger.c */
-extern const char rp_options_part_profile __attribute__((weak)); /* src/malloc/profile.c */
 
 unsigned rp_options_parts_linked(void)
 {

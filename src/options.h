@@ -118,6 +118,13 @@ enum {
 /* The parts linked into this library (what the process's options are checked against). */
 unsigned rp_options_parts_linked(void);
 
+/* Defined, as 1, by the parts a library may have: the malloc drop-in
+ * (src/malloc/malloc_init.c), the dump writer (debug/dump_trigger.c) and the release heap
+ * profiler (src/malloc/profile.c). Weak: an absent part's address reads as NULL. */
+extern const char rp_options_part_malloc __attribute__((weak));
+extern const char rp_options_part_dump __attribute__((weak));
+extern const char rp_options_part_profile __attribute__((weak));
+
 /* rp_options_parse_as for a library holding only `parts` (RP_OPTIONS_PART_*). */
 int rp_options_parse_in(const char *text, rp_options *o, rp_options_flavour flavour, unsigned parts,
                         rp_option_warn_fn warn, void *arg);

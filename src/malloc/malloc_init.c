@@ -14,8 +14,7 @@
 #include "src/options.h"
 #include "thread_cache.h"
 
-/* Tells the options parser that this library has the malloc drop-in (src/options.c). */
-extern const char rp_options_part_malloc;
+/* Tells the options parser that this library has the malloc drop-in (src/options.h). */
 const char rp_options_part_malloc = 1;
 
 static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;

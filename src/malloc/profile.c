@@ -20,8 +20,7 @@
 #include "src/pagemap.h"
 #include "src/region.h"
 
-/* Tells the options parser that this library has the heap profiler (src/options.c). */
-extern const char rp_options_part_profile;
+/* Tells the options parser that this library has the heap profiler (src/options.h). */
 const char rp_options_part_profile = 1;
 
 int rp_prof_enabled;
