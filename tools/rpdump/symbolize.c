@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "debug/dwarf_symbols.h"
 #include "elf_build_id.h"
 
 #define BATCH 256                        /* addresses per tool run */
@@ -21,7 +22,7 @@
 
 extern char **environ;
 
-enum { TOOL_NONE, TOOL_LLVM, TOOL_ADDR2LINE };
+enum { TOOL_NONE, TOOL_LIBDW, TOOL_LLVM, TOOL_ADDR2LINE };
 
 typedef struct sym_entry {
     const rpd_dump *d;
@@ -65,8 +66,16 @@ symbolizer *sym_new(const char *choice)
     symbolizer *s = calloc(1, sizeof *s);
     if (!s)
         return NULL;
-    if (!choice || !strcmp(choice, "auto")) {
-        if (find_in_path("llvm-symbolizer", s->tool, sizeof s->tool))
+    if (!choice || !strcmp(choice, "auto") || !strcmp(choice, "libdw")) {
+        /* elfutils' libdw first: the debug runtime's reports use the same symboliser
+         * (debug/dwarf_symbols.h), so a frame reads the same in both. */
+        rp_dwarf *probe = rp_dwarf_new();
+        rp_dwarf_free(probe);
+        if (probe)
+            s->kind = TOOL_LIBDW;
+        else if (choice && !strcmp(choice, "libdw"))
+            s->kind = TOOL_NONE;
+        else if (find_in_path("llvm-symbolizer", s->tool, sizeof s->tool))
             s->kind = TOOL_LLVM;
         else if (find_in_path("addr2line", s->tool, sizeof s->tool))
             s->kind = TOOL_ADDR2LINE;
@@ -239,9 +248,40 @@ static char *next_line(char **p)
     return line;
 }
 
+/* Symbolises entries idx[0..n) (all in module m) with libdw, the module loaded at its
+ * dumped load bias in a set of its own (modules of different dumps may overlap). */
+static void run_batch_libdw(symbolizer *s, const rpd_mapping_info *m, const size_t *idx, size_t n)
+{
+    rp_dwarf *d = rp_dwarf_new();
+    if (!d || rp_dwarf_add_module(d, m->path, m->m.load_bias) != 0) {
+        for (size_t i = 0; i < n; i++)
+            s->entries[idx[i]].note = "libdw could not read the module";
+        rp_dwarf_free(d);
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        sym_entry *e = &s->entries[idx[i]];
+        rp_dwarf_symbol sym;
+        if (rp_dwarf_lookup(d, e->pc ? e->pc - 1 : 0, &sym) != 0)
+            continue;
+        if (sym.function) /* without its symbol version ("@@GLIBC_2.34"), as the reports print it */
+            e->function = strndup(sym.function, strcspn(sym.function, "@"));
+        if (sym.file) {
+            char loc[4200];
+            snprintf(loc, sizeof loc, "%s:%u", sym.file, sym.line);
+            e->location = strdup(loc);
+        }
+    }
+    rp_dwarf_free(d);
+}
+
 /* Symbolises entries idx[0..n) (all in module m) with one tool run. */
 static void run_batch(symbolizer *s, const rpd_mapping_info *m, const size_t *idx, size_t n)
 {
+    if (s->kind == TOOL_LIBDW) {
+        run_batch_libdw(s, m, idx, n);
+        return;
+    }
     char *argv[BATCH + 8];
     char addrs[BATCH][24], obj[4200];
     size_t a = 0;

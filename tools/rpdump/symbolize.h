@@ -1,5 +1,6 @@
-/* Symbolising stack frames from a dump: with llvm-symbolizer or addr2line when present
- * (found in PATH), else module + offset.
+/* Symbolising stack frames from a dump: with elfutils' libdw when it is installed (the
+ * symboliser the debug runtime's reports use, debug/dwarf_symbols.h), else llvm-symbolizer or
+ * addr2line when present (found in PATH), else module + offset.
  *
  * A frame's module is the dumped mapping holding it; the address given to the tool is the
  * address inside the ELF file (pc - load bias, minus 1 because frames are return addresses).
@@ -23,7 +24,8 @@ typedef struct frame_text {
     const char *note;               /* why it was not symbolised, or NULL */
 } frame_text;
 
-/* choice: "auto" (llvm-symbolizer, then addr2line, from PATH), "none", or a tool's path
+/* choice: "auto" (libdw, then llvm-symbolizer, then addr2line, from PATH), "libdw", "none",
+ * or a tool's path
  * (an addr2line if its name contains "addr2line", else llvm-symbolizer-compatible). */
 symbolizer *sym_new(const char *choice);
 void sym_free(symbolizer *s);
