@@ -66,13 +66,12 @@ static rp_heap *arena_create_locked(unsigned i)
      * 2 MiB instead of one per 4 KiB. */
     if (rp_options_get()->huge_pages)
         cfg.flags |= RP_HEAP_HUGE_PAGES;
-    /* Arenas after the first are made for new threads, most of which allocate little: their
-     * first region is smaller than a huge page, so it is not advised and a new thread's first
-     * malloc faults in the 4 KiB pages it touches, not a whole 2 MiB page the kernel may first
-     * have to compact memory for (docs/BENCHMARKS.md, "Huge pages"). A thread that outgrows it
-     * gets regions of 2 MiB and more, advised as arena 0's are. */
-    if (i > 0)
-        cfg.region_bytes = RP_THREAD_ARENA_FIRST_REGION;
+    /* Most programs, and most threads, allocate little: an arena's first region is smaller
+     * than a huge page, so it is not advised and the first mallocs fault in the 4 KiB pages
+     * they touch, not a whole 2 MiB page the kernel may first have to compact memory for
+     * (docs/BENCHMARKS.md, "Huge pages"). An arena that outgrows it gets regions of 2 MiB and
+     * more, advised. */
+    cfg.region_bytes = RP_ARENA_FIRST_REGION;
     h = rp_heap_create(&cfg);
     if (!h)
         return NULL;

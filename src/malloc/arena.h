@@ -21,9 +21,9 @@
 #include "src/heap.h"
 
 #define RP_MAX_ARENAS 64
-/* The first OS region of arenas 1 and up: below one huge page (see arena_create_locked). */
-#define RP_THREAD_ARENA_FIRST_REGION ((size_t)1 << 20)
-_Static_assert(RP_THREAD_ARENA_FIRST_REGION < RP_HUGE_PAGE_BYTES, "a thread arena's first region is not advised");
+/* The first OS region of every arena: below one huge page (see arena_create_locked). */
+#define RP_ARENA_FIRST_REGION ((size_t)1 << 20)
+_Static_assert(RP_ARENA_FIRST_REGION < RP_HUGE_PAGE_BYTES, "an arena's first region is not advised");
 
 /* The arenas' one-time part of the drop-in's set-up (malloc_init.h): reads the options (how
  * many arenas), makes the arenas' block-check key (A3) and the slab space, and creates arena 0
