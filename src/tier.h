@@ -34,7 +34,7 @@ static inline int rp_wants_pages(const rp_heap *h, size_t size, size_t align)
     if (RP_HOOK_PREFIX != 0) /* debug: large blocks carry a lead page; keep whole pages only */
         return align >= RP_PAGE_SIZE && (size & (RP_PAGE_SIZE - 1)) == 0;
     size_t pages = rp_align_up(size, RP_PAGE_SIZE);
-    return 2 * size > pages && pages <= rp_align_up(size + RP_USER_OFFSET + RP_HOOK_SUFFIX, align);
+    return 2 * size >= pages && pages <= rp_align_up(size + RP_USER_OFFSET + RP_HOOK_SUFFIX, align);
 }
 
 #endif
