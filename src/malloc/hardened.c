@@ -8,20 +8,13 @@
 #include "src/os.h"
 #include "src/pagemap.h"
 #include "src/report.h"
+#include "src/xorshift.h"
 #include "thread_cache.h"
 
 int rp_hardened_on(void) { return rp_options_get()->hardened; }
 
-/* xorshift64* (a fast generator, not a secret: which slot leaves next). */
-static uint64_t next_random(rp_tcache *tc)
-{
-    uint64_t x = tc->hq_rng;
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    tc->hq_rng = x;
-    return x * 0x2545f4914f6cdd1dull;
-}
+/* Not a secret: which slot leaves next. */
+static uint64_t next_random(rp_tcache *tc) { return rp_xorshift_next(&tc->hq_rng); }
 
 /* The first byte of [p, p + n) that is not zero, or NULL (n a multiple of 16: whole words
  * are ORed together first, which the compiler turns into vector loads). */

@@ -19,6 +19,7 @@
 #include "src/options.h"
 #include "src/pagemap.h"
 #include "src/region.h"
+#include "src/xorshift.h"
 
 /* Tells the options parser that this library has the heap profiler (src/options.h). */
 const char rp_options_part_profile = 1;
@@ -107,16 +108,8 @@ void rp_prof_setup(void)
     __atomic_store_n(&rp_prof_enabled, 1, __ATOMIC_RELEASE);
 }
 
-static uint64_t next_random(rp_prof_clock *c)
-{
-    /* xorshift64*: the state is never 0 (rp_prof_clock_start) */
-    uint64_t x = c->rng;
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    c->rng = x;
-    return x * 0x2545f4914f6cdd1dull;
-}
+/* The state is never 0 (rp_prof_clock_start). */
+static uint64_t next_random(rp_prof_clock *c) { return rp_xorshift_next(&c->rng); }
 
 /* Bytes to the next sample point: exponential of mean rate, at least 1. */
 static intptr_t next_interval(rp_prof_clock *c)
