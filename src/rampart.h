@@ -267,9 +267,13 @@ typedef enum rp_error_kind {
     RP_ERR_DOUBLE_FREE,          /* block already free */
     RP_ERR_CORRUPT_BLOCK,        /* a block header failed its integrity check */
     RP_ERR_CORRUPT_FREE_LIST,    /* a free-list link or the index is inconsistent */
-    RP_ERR_HEAP_BUFFER_OVERFLOW, /* debug: trailer canary after the requested size changed */
-    RP_ERR_HEAP_BUFFER_UNDERFLOW,/* debug: canary before the user area changed */
-    RP_ERR_USE_AFTER_FREE_WRITE, /* debug: poison of a freed block changed */
+    RP_ERR_HEAP_BUFFER_OVERFLOW, /* debug: trailer canary after the requested size changed;
+                                    hardened drop-in: seal or canary (src/malloc/seal.h), or a
+                                    checked write past a block (src/malloc/guarded_memory.h) */
+    RP_ERR_HEAP_BUFFER_UNDERFLOW,/* debug: canary before the user area changed; hardened
+                                    drop-in: what lies below a block, or a write into it */
+    RP_ERR_USE_AFTER_FREE_WRITE, /* debug: poison of a freed block changed; hardened drop-in:
+                                    a freed block written (quarantine check, checked write) */
     RP_ERR_KIND_COUNT
 } rp_error_kind;
 

@@ -138,6 +138,10 @@ static inline size_t rp_region_os_meta_bytes(size_t npages)
     return rp_region_meta_bytes(npages) + ((npages + 63) >> 6) * sizeof(uint64_t);
 }
 
+/* The usable bytes of the LARGE block whose head is d, read without the heap's lock (the lock
+ * holder may be changing it: a program error then, or a block another thread frees). */
+static inline size_t rp_large_usable(const rp_page *d) { return __atomic_load_n(&d->u.large.usable, __ATOMIC_RELAXED); }
+
 static inline uintptr_t rp_page_addr(const rp_region *r, const rp_page *d)
 {
     return r->base + ((uintptr_t)(d - r->pages) << RP_PAGE_SHIFT);

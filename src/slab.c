@@ -254,6 +254,27 @@ const char *rp_slab_describe(const rp_slab_space *s, const void *p, int *is_free
     return "a live block";
 }
 
+int rp_slab_block_at(const rp_slab_space *s, const void *p, uintptr_t *start, uint32_t *stride)
+{
+    uintptr_t off = (uintptr_t)p - s->base;
+    size_t slab = off >> RP_SLAB_SHIFT;
+    uint64_t m = __atomic_load_n(&s->meta[slab], __ATOMIC_RELAXED);
+    if (m == 0)
+        return RP_SLAB_AT_NONE;
+    uint32_t o = (uint32_t)(off & (RP_SLAB_BYTES - 1)), colour = s->desc[slab].colour;
+    uint32_t st = (uint32_t)(m >> 16) & 0xffff;
+    if (o < colour)
+        return RP_SLAB_AT_NONE;
+    uint32_t i = rp_slab_index((uint32_t)(m >> 32), o - colour);
+    if (i >= (uint32_t)(m & 0xffff))
+        return RP_SLAB_AT_NONE;
+    uint32_t first = colour + i * st, g = first >> 4;
+    *start = s->base + (slab << RP_SLAB_SHIFT) + first;
+    *stride = st;
+    uint64_t w = __atomic_load_n(&s->bits[slab * RP_SLAB_WORDS + (g >> 6)], __ATOMIC_RELAXED);
+    return (w >> (g & 63)) & 1 ? RP_SLAB_AT_LIVE : RP_SLAB_AT_FREE;
+}
+
 /* ---- slabs ----------------------------------------------------------------------------- */
 
 /* The granules below granule g: a mask of word w. */

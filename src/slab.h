@@ -269,6 +269,14 @@ size_t rp_slab_space_top(rp_slab_space *s);
  * *is_free is set for the last one, 0 otherwise). p in the space. */
 const char *rp_slab_describe(const rp_slab_space *s, const void *p, int *is_free);
 
+/* The block of the space holding address p (any byte of it, p in the space), for checks of a
+ * write (src/malloc/guarded_memory.c): RP_SLAB_AT_LIVE or RP_SLAB_AT_FREE with its first byte
+ * in *start and its stride in *stride, or RP_SLAB_AT_NONE when p lies in no block (a slab not in
+ * use, before the first block or past the last). Without the lock: what it says of a block
+ * another thread changes at the same time may be stale (a program error either way). */
+enum { RP_SLAB_AT_NONE = 0, RP_SLAB_AT_FREE = 1, RP_SLAB_AT_LIVE = 2 };
+int rp_slab_block_at(const rp_slab_space *s, const void *p, uintptr_t *start, uint32_t *stride);
+
 /* Sets up an empty pool drawing slabs from s, keeping up to keep_empty wholly free slabs. */
 void rp_slab_pool_init(rp_slab_pool *pool, rp_slab_space *s, size_t keep_empty);
 

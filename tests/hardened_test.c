@@ -2,8 +2,8 @@
  * RP_HEAP_HARDENED for a core heap): freed memory reads as zeros and malloc hands out zeros;
  * a freed block is not handed out again at once, and blocks come back in an unpredictable
  * order; a write after free is reported when the block leaves the quarantine; a double free
- * of a quarantined block is reported; an overflow into the next header is reported at the
- * free; the slab space's chunks end in a guard. Drop-in linked statically, white-box. */
+ * of a quarantined block is reported; every block keeps its request and an overflow past it,
+ * or past the whole block, is reported at the free; the slab space's chunks end in a guard. Drop-in linked statically, white-box. */
 #define _GNU_SOURCE
 #include <malloc.h>
 #include <signal.h>
@@ -150,21 +150,78 @@ static void test_write_after_free_at_exit(void)
     CHECKF(WIFEXITED(status) && WEXITSTATUS(status) == 0, "a clean exit: status %#x", status);
 }
 
-/* One byte written past a span block's end lands in the next header: reported at the free. */
-static void test_overflow_into_next_header(void)
+static int all_reports(void)
 {
-    memset(reports, 0, sizeof reports);
-    unsigned char *p = do_malloc(2000);
-    size_t usable = malloc_usable_size(p);
-    unsigned char *next = do_malloc(2000); /* keeps the header after p a live block's */
-    p[usable] ^= 0x41;
-    do_free(p);
-    CHECKF(reports[RP_ERR_CORRUPT_BLOCK] == 1, "an overflow into the next header: %d reports",
-           reports[RP_ERR_CORRUPT_BLOCK]);
-    p[usable] ^= 0x41; /* undo, so the heap can be used again */
-    do_free(p);
-    do_free(next);
-    check_malloc("after the overflow");
+    int n = 0;
+    for (int k = 0; k < RP_ERR_KIND_COUNT; k++)
+        n += reports[k];
+    return n;
+}
+
+/* The whole block p lies in (its stride, or the core's usable size). */
+static size_t whole_block(const void *p)
+{
+    uint32_t stride;
+    return rp_slab_block_live(&rp_ms_space, p, &stride) ? stride : rp_usable_size(p);
+}
+
+/* Every block keeps its request (src/malloc/seal.h): malloc_usable_size says it, one byte or 32
+ * past it (where the block's canary reaches that far) are reported at the free (a
+ * heap-buffer-overflow), and the free is abandoned: undone, the block frees cleanly. */
+static void test_overflow_past_request(void)
+{
+    for (unsigned i = 0; i < NSIZES; i++) {
+        for (size_t past = 0; past < 32; past += 31) {
+            unsigned char *p = do_malloc(sizes[i]);
+            if (past && whole_block(p) < sizes[i] + past + 1 + 8) {
+                do_free(p); /* the 32nd byte lies past the canary: test_overflow_past_block's case */
+                continue;
+            }
+            CHECKF(malloc_usable_size(p) == sizes[i], "%zu bytes: malloc_usable_size %zu", sizes[i],
+                   malloc_usable_size(p));
+            memset(reports, 0, sizeof reports);
+            p[sizes[i] + past] ^= 0x41;
+            do_free(p);
+            CHECKF(reports[RP_ERR_HEAP_BUFFER_OVERFLOW] == 1 && all_reports() == 1,
+                   "%zu bytes, byte %zu past the request: %d overflow reports, %d in all", sizes[i], past,
+                   reports[RP_ERR_HEAP_BUFFER_OVERFLOW], all_reports());
+            p[sizes[i] + past] ^= 0x41;
+            do_free(p);
+            CHECKF(all_reports() == 1, "%zu bytes: the free after the undo reported", sizes[i]);
+        }
+    }
+    check_malloc("after the overflows past the request");
+}
+
+/* One byte past the whole block (its seal intact) lands in what follows it: the next header of
+ * a span block (the next block's, or the span's end), or the next slot of a slab block when that
+ * one is free; reported at the free. */
+static void test_overflow_past_block(void)
+{
+    const size_t shapes[] = {100, 2000, 8000};
+    for (unsigned i = 0; i < 3; i++) {
+        memset(reports, 0, sizeof reports);
+        unsigned char *p = do_malloc(shapes[i]);
+        uint32_t stride;
+        int slab = rp_slab_block_live(&rp_ms_space, p, &stride) != NULL;
+        size_t whole = whole_block(p);
+        /* A span block's next header stays a live block's; a slab block's next slot stays free
+         * (a live one is the program's, only checked at its own free). */
+        unsigned char *next = slab ? NULL : do_malloc(shapes[i]);
+        p[whole] ^= 0x41;
+        do_free(p);
+        CHECKF(all_reports() == 1 && (reports[RP_ERR_CORRUPT_BLOCK] == 1 || reports[RP_ERR_HEAP_BUFFER_OVERFLOW] == 1 ||
+                                      reports[RP_ERR_HEAP_BUFFER_UNDERFLOW] == 1),
+               "%zu bytes: a byte past the whole block: %d reports (invalid %d, double %d, corrupt %d, overflow %d, "
+               "underflow %d, write after free %d)",
+               shapes[i], all_reports(), reports[RP_ERR_INVALID_FREE], reports[RP_ERR_DOUBLE_FREE],
+               reports[RP_ERR_CORRUPT_BLOCK], reports[RP_ERR_HEAP_BUFFER_OVERFLOW], reports[RP_ERR_HEAP_BUFFER_UNDERFLOW],
+               reports[RP_ERR_USE_AFTER_FREE_WRITE]);
+        p[whole] ^= 0x41; /* undo, so the heap can be used again */
+        do_free(p);
+        do_free(next);
+    }
+    check_malloc("after the overflows past the block");
 }
 
 /* The last slab of the chunk a slab block lies in is inaccessible. */
@@ -220,7 +277,8 @@ int main(void)
     test_reuse_unpredictable();
     test_write_after_free();
     test_write_after_free_at_exit();
-    test_overflow_into_next_header();
+    test_overflow_past_request();
+    test_overflow_past_block();
     test_guard_slab();
     test_core_heap();
     TEST_MAIN_END();

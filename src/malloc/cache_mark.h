@@ -12,7 +12,11 @@
  * (the marks are mappings of their own, far from every block), and nothing is written into a
  * freed block. Marks of different blocks are different bytes, so the threads' plain byte
  * stores never interfere; a mark changes hands with its block, through the transfer caches'
- * lock. Page-tier blocks are marked in their page descriptor instead (RP_PAGEF_CACHED). */
+ * lock. Page-tier blocks are marked in their page descriptor instead (RP_PAGEF_CACHED).
+ *
+ * A span block's header granule has a mark byte no user pointer uses: the hardened profile
+ * sets it to RP_CACHE_MARK_SEALED_HEAD while the block is live and sealed (seal.h), so that a
+ * checked write into the middle of the block finds where it starts (guarded_memory.h). */
 #ifndef RP_CACHE_MARK_H
 #define RP_CACHE_MARK_H
 
@@ -48,8 +52,9 @@ static inline uint8_t *rp_cache_mark(const void *p)
 }
 
 /* A mark's values: 0 the program holds the block (or it is free in its heap or pool), 1 a cache
- * holds it, 2 the program holds it and the heap profiler sampled it (profile.h). */
-enum { RP_CACHE_MARK_CACHED = 1, RP_CACHE_MARK_SAMPLED = 2 };
+ * holds it, 2 the program holds it and the heap profiler sampled it (profile.h); in a header
+ * granule, 4 the header of a live sealed block (hardened). */
+enum { RP_CACHE_MARK_CACHED = 1, RP_CACHE_MARK_SAMPLED = 2, RP_CACHE_MARK_SEALED_HEAD = 4 };
 
 /* A cache holds the block (T4 in thread_cache.h). */
 static inline int rp_cache_marked(const uint8_t *m) { return __atomic_load_n(m, __ATOMIC_RELAXED) == RP_CACHE_MARK_CACHED; }

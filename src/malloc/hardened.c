@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cache_mark.h"
+#include "guarded_memory.h"
 #include "src/options.h"
 #include "src/os.h"
 #include "src/pagemap.h"
@@ -53,7 +54,7 @@ static void wipe(const rp_hq_entry *e)
 {
     if (e->kind == RP_HQ_DIRECT && rp_os_decommit(e->p, e->bytes) == 0)
         return;
-    memset(e->p, 0, e->bytes);
+    rp_memset_unchecked(e->p, 0, e->bytes);
 }
 
 static void report_written(const rp_hq_entry *e, const unsigned char *at)
@@ -106,8 +107,10 @@ static void put(rp_tcache *tc, rp_hq_entry e)
 
 void rp_hq_put_class(rp_tcache *tc, rp_tc_bin *bin, void *p, uint8_t *mark, size_t usable)
 {
+    /* Wiped before it is marked held: another thread's hardened free that finds it cached,
+     * next to its own block, expects zeros (neighbour_check.h). */
+    rp_memset_unchecked(p, 0, usable);
     rp_cache_mark_set(mark); /* held: a second free is reported while it waits (T7) */
-    memset(p, 0, usable);
     rp_hq_entry e = {p, bin, usable, RP_HQ_CLASS, 0};
     put(tc, e);
 }
@@ -118,7 +121,7 @@ void rp_hq_put_pages(rp_tcache *tc, void *p, rp_page *d)
     size_t bytes = (size_t)d->npages << RP_PAGE_SHIFT;
     rp_hq_entry e = {p, d, bytes, d->npages <= RP_TC_PAGE_BINS ? RP_HQ_PAGES : RP_HQ_DIRECT, 0};
     if (e.kind == RP_HQ_PAGES || rp_os_decommit(p, bytes) != 0)
-        memset(p, 0, bytes);
+        rp_memset_unchecked(p, 0, bytes);
     put(tc, e);
 }
 

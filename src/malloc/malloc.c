@@ -26,10 +26,13 @@
 #include "arena.h"
 #include "cache_mark.h"
 #include "free_batch.h"
+#include "guarded_memory.h"
 #include "malloc_slabs.h"
 #include "malloc_stats.h"
+#include "neighbour_check.h"
 #include "profile.h"
 #include "rampart_malloc.h"
+#include "seal.h"
 #include "size_class.h"
 #include "src/header_snapshot.h"
 #include "src/heap.h"
@@ -153,6 +156,73 @@ static rp_tcache *cache_for_slow_path(rp_heap **h)
 }
 
 static inline void *aligned_impl(size_t align, size_t size);
+/* The usable bytes of p if it is a live block of an arena (a slab, span or page-tier block,
+ * mapped ones included), read from rampart's metadata without the lock and without reporting
+ * anything; 0 for anything else, and (rarely) for a span block whose header another thread is
+ * rewriting (header_snapshot.h). Where a sealed block's seal sits (seal.h). */
+static size_t arena_block_usable(const void *p);
+
+/* The mark of span block p's header granule (cache_mark.h), or NULL for other blocks. */
+static uint8_t *sealed_head_mark(const void *p)
+{
+    if (rp_ms_contains(p))
+        return NULL;
+    rp_region *r = rp_pagemap_lookup(p);
+    uint8_t state = rp_page_of(r, p)->state;
+    return state == RP_PAGE_SPAN || state == RP_PAGE_SPAN_TAIL ? rp_cache_mark_in(r, (const char *)p - RP_GRANULE)
+                                                               : NULL;
+}
+
+/* The usable bytes of p, a block just allocated (so known live): from the fields that do not
+ * change while it is live, read without checking the header's check word, which another
+ * thread's free or carving of its left neighbour may be rewriting at this moment. */
+static size_t fresh_usable(const void *p)
+{
+    uint32_t stride;
+    if (rp_slab_block_live(&rp_ms_space, p, &stride))
+        return stride;
+    rp_region *r = rp_pagemap_lookup(p);
+    rp_page *d = rp_page_of(r, p);
+    if (d->state == RP_PAGE_SPAN || d->state == RP_PAGE_SPAN_TAIL)
+        return __atomic_load_n(&rp_block_of_user(p)->size, __ATOMIC_RELAXED) - RP_USER_OFFSET;
+    return rp_large_usable(d);
+}
+
+/* Clears the mark of p's header granule if it is RP_CACHE_MARK_SEALED_HEAD (a value no user
+ * granule's mark takes, so nothing else is ever cleared), p anything. */
+static void clear_head_mark(const void *p)
+{
+    if (rp_ms_contains(p) || ((uintptr_t)p & (RP_GRANULE - 1)))
+        return;
+    rp_region *r = rp_pagemap_lookup(p);
+    if (!r || (uintptr_t)p < r->base + RP_GRANULE)
+        return;
+    uint8_t state = rp_page_of(r, p)->state;
+    uint8_t *head = state == RP_PAGE_SPAN || state == RP_PAGE_SPAN_TAIL ? rp_cache_mark_in(r, (const char *)p - RP_GRANULE)
+                                                                      : NULL;
+    uint8_t expected = RP_CACHE_MARK_SEALED_HEAD;
+    if (head)
+        __atomic_compare_exchange_n(head, &expected, 0, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+}
+
+/* Seals the fresh block p for a request of size bytes (seal.h); a span block's header granule
+ * is marked (RP_CACHE_MARK_SEALED_HEAD). */
+static void seal(void *p, size_t size)
+{
+    rp_seal_close(rp_arena_key(), p, size, fresh_usable(p));
+    uint8_t *head = sealed_head_mark(p);
+    if (head)
+        rp_cache_mark_put(head, RP_CACHE_MARK_SEALED_HEAD);
+}
+
+/* A hardened allocation by a thread without a cache (seal.h): straight from the heap, sealed. */
+static RP_NOINLINE void *alloc_sealed_uncached(rp_heap *h, size_t size, size_t align)
+{
+    void *p = rp_alloc(h, rp_seal_need(size), align);
+    if (p)
+        seal(p, size);
+    return p;
+}
 
 static RP_NOINLINE void *alloc_general(size_t size, size_t align)
 {
@@ -162,6 +232,10 @@ static RP_NOINLINE void *alloc_general(size_t size, size_t align)
     rp_tcache *tc = cache_for_slow_path(&h);
     if (!counted && tc) /* the thread's first allocation made its cache: counted now */
         return aligned_impl(align, size);
+    if (tc)
+        rp_prof_clock_rearm(&tc->clock);
+    else if (RP_UNLIKELY(rp_hardened_on()))
+        return alloc_sealed_uncached(h, size, align);
     if (tc && size <= RP_MAX_REQUEST) {
         void *p = aligned_cached(tc, align, size);
         if (p)
@@ -244,13 +318,25 @@ static inline __attribute__((always_inline)) void *aligned_body(rp_tcache *tc, s
     return p ? p : alloc_general(size, align);
 }
 
+/* The hardened profile's allocation (seal.h): a block of the request plus the seal's tail,
+ * sealed. A request of 0 bytes at the minimum alignment keeps its inaccessible zero-size block. */
+static RP_NOINLINE void *alloc_sealed(rp_tcache *tc, size_t align, size_t size)
+{
+    if (size == 0 && align <= RP_MIN_ALIGN)
+        return malloc_zero();
+    void *p = aligned_body(tc, align, rp_seal_need(size));
+    if (p)
+        seal(p, size);
+    return p;
+}
+
 /* An allocation whose clock ran out (profile.h): the clock's event, then the allocation, then,
  * when it is sampled, its record. ra: the entry point's return address (profile_stack.h). */
 static RP_NOINLINE void *alloc_sampled(size_t align, size_t size, const void *ra)
 {
     rp_tcache *tc = rp_tc_self;
     int sample = rp_prof_event(&tc->clock, size);
-    void *p = aligned_body(tc, align, size);
+    void *p = RP_UNLIKELY(tc->hardened) ? alloc_sealed(tc, align, size) : aligned_body(tc, align, size);
     rp_prof_after_event(p, size, ra, sample);
     return p;
 }
@@ -299,6 +385,49 @@ static inline rp_page *arena_page_block(rp_region *r, const void *p)
         return NULL;
     rp_page *d = rp_page_of(r, p);
     return d->state == RP_PAGE_LARGE && d->u.large.lead_pages == 0 ? d : NULL;
+}
+
+static size_t arena_block_usable(const void *p)
+{
+    if (rp_ms_contains(p)) {
+        uint32_t stride;
+        return rp_slab_block_live(&rp_ms_space, p, &stride) ? stride : 0;
+    }
+    rp_region *r = rp_pagemap_lookup(p);
+    if (!r)
+        return 0;
+    size_t span = arena_span_block(r, p);
+    if (span)
+        return span - RP_USER_OFFSET;
+    rp_page *d = arena_page_block(r, p);
+    return d ? rp_large_usable(d) : 0;
+}
+
+/* The hardened profile's checks of the live block p (usable bytes) being freed: its seal must
+ * hold (HS1 in seal.h), else the overflow is reported; then its neighbours (neighbour_check.h).
+ * 0 when all hold: the block is unsealed then, so that other threads stop checking it as a
+ * neighbour; -1 after a report (whose function returned): the free is abandoned. */
+static RP_NOINLINE int hardened_free_checks(void *p, size_t usable)
+{
+    const unsigned char *bad;
+    if (rp_seal_open(rp_arena_key(), p, usable, &bad) == SIZE_MAX) {
+        rp_seal_report(p, usable, bad, "free");
+        return -1;
+    }
+    int damaged;
+    if (rp_ms_contains(p)) {
+        damaged = rp_check_after_slab(p, (uint32_t)usable);
+    } else {
+        rp_region *r = rp_pagemap_lookup(p);
+        uint8_t state = rp_page_of(r, p)->state;
+        damaged = state == RP_PAGE_SPAN || state == RP_PAGE_SPAN_TAIL ? rp_check_below_span(r, p)
+                                                                      : rp_check_below_pages(r, p);
+    }
+    if (damaged)
+        return -1;
+    clear_head_mark(p);
+    rp_seal_clear(p, usable);
+    return 0;
 }
 
 /* 1 if p, a live arena block, sits in some thread's cache (T4 in thread_cache.h). */
@@ -367,6 +496,18 @@ static RP_NOINLINE void free_foreign(void *p)
 /* rp_free, keeping errno (trimming the heap may set it). */
 static RP_NOINLINE void free_direct(void *p)
 {
+    if (RP_UNLIKELY(rp_hardened_on())) {
+        /* A span block's header is read without the lock: a check word being rewritten by
+         * another thread reads as no block, so a miss is read again (a few times: a writer
+         * holds the line for nanoseconds), before p is left to the heap as no block. */
+        size_t usable = 0;
+        for (int i = 0; i < 4 && !usable; i++)
+            usable = arena_block_usable(p);
+        if (usable && hardened_free_checks(p, usable))
+            return;
+        if (!usable)
+            clear_head_mark(p); /* a block the reads missed must not leave its mark behind */
+    }
     int saved = errno;
     rp_prof_forget(p); /* blocks without a mark (profile.h); nothing to do without samples */
     rp_free(p);
@@ -408,6 +549,8 @@ static inline void free_span_block(rp_tcache *tc, void *p, size_t size, uint8_t 
     if (RP_UNLIKELY(rp_cache_mark_busy(mark)) && !free_marked(p, mark))
         return;
     if (RP_UNLIKELY(tc->hardened)) {
+        if (hardened_free_checks(p, size - RP_USER_OFFSET))
+            return;
         rp_hq_put_class(tc, bin, p, mark, size - RP_USER_OFFSET);
         return;
     }
@@ -432,6 +575,8 @@ static inline __attribute__((always_inline)) void free_slab_block(rp_tcache *tc,
     if (RP_UNLIKELY(rp_cache_mark_busy(mark)) && !free_marked(p, mark))
         return;
     if (RP_UNLIKELY(tc->hardened)) {
+        if (hardened_free_checks(p, stride))
+            return;
         rp_hq_put_class(tc, bin, p, mark, stride);
         return;
     }
@@ -459,6 +604,11 @@ static RP_NOINLINE void free_slab_slow(void *p)
     if (slab_cached(p)) {
         report_cached(p, "free");
         return;
+    }
+    if (RP_UNLIKELY(rp_hardened_on())) { /* freed memory reads as zeros (hardened.h) */
+        if (hardened_free_checks(p, stride))
+            return;
+        rp_memset_unchecked(p, 0, stride);
     }
     rp_prof_forget(p);
     int saved = errno;
@@ -564,6 +714,8 @@ static RP_NOINLINE void free_page_aligned(void *p)
         return;
     }
     if (RP_UNLIKELY(tc->hardened)) {
+        if (hardened_free_checks(p, arena_block_usable(p)))
+            return;
         rp_hq_put_pages(tc, p, d);
         return;
     }
@@ -775,6 +927,42 @@ static RP_NOINLINE void *realloc_core(void *p, size_t size, const void *ra)
     return q;
 }
 
+/* The usable bytes of block p, whatever the profile (a sealed block's seal included), or 0 with
+ * a report for a pointer that is not a block (what: the call, "malloc_usable_size"; prefix:
+ * the same as a report's prefix, "malloc_usable_size: "). */
+static size_t block_usable(void *p, const char *what, const char *prefix);
+
+/* 1 if p is a block held by a thread cache or quarantine (freed), reported then as a double
+ * free by `what`. */
+static int block_cached(const void *p, const char *what);
+
+/* realloc in the hardened profile: always a new sealed block (the old one is checked, then
+ * quarantined like any free), so no block keeps a stale seal and a pointer kept past the
+ * realloc points to freed memory. */
+static RP_NOINLINE void *realloc_sealed(void *p, size_t size)
+{
+    if (rp_zs_contains(p))
+        return realloc_zero(p, size);
+    size_t usable = block_usable(p, "realloc", "realloc: ");
+    if (!usable || block_cached(p, "realloc")) {
+        errno = EINVAL;
+        return NULL;
+    }
+    const unsigned char *bad;
+    size_t n = rp_seal_open(rp_arena_key(), p, usable, &bad);
+    if (n == SIZE_MAX) {
+        rp_seal_report(p, usable, bad, "realloc");
+        errno = EINVAL;
+        return NULL;
+    }
+    void *q = malloc_impl(size);
+    if (q) {
+        memcpy(q, p, n < size ? n : size);
+        free_impl(p);
+    }
+    return q;
+}
+
 static void *realloc_impl(void *p, size_t size)
 {
     if (!p)
@@ -783,6 +971,8 @@ static void *realloc_impl(void *p, size_t size)
         free_impl(p);
         return NULL;
     }
+    if (RP_UNLIKELY(rp_hardened_on()))
+        return realloc_sealed(p, size);
     /* A block this thread freed and has not examined yet (T5) is found cached below. */
     if (rp_tc_self)
         rp_malloc_free_collected(rp_tc_self);
@@ -828,6 +1018,12 @@ void free(void *p) { free_impl(p); }
  * fresh from the OS (zero already, not to be faulted in by a memset: rp_calloc). */
 static RP_NOINLINE void *calloc_from_heap(size_t total, const void *ra)
 {
+    if (RP_UNLIKELY(rp_hardened_on())) { /* a sealed block (seal.h): zeroed up to the request */
+        void *p = malloc_impl(total);
+        if (p)
+            memset(p, 0, total);
+        return p;
+    }
     rp_heap *h;
     rp_tcache *tc = cache_for_slow_path(&h);
     int event = 0, sample = 0;
@@ -936,32 +1132,69 @@ void *pvalloc(size_t size)
     return aligned_impl(RP_PAGE_SIZE, rp_align_up(size ? size : 1, RP_PAGE_SIZE));
 }
 
-size_t malloc_usable_size(void *p)
+static size_t block_usable(void *p, const char *what, const char *prefix)
 {
-    if (!p)
-        return 0;
     if (rp_ms_contains(p)) {
         uint32_t stride;
         if (rp_slab_block_live(&rp_ms_space, p, &stride))
             return stride;
-        report_slab(p, "malloc_usable_size");
+        report_slab(p, what);
         return 0;
     }
     if (rp_zs_contains(p)) { /* a zero-size block has no usable byte */
         if (!rp_zs_live(p))
-            (void)rp_zs_free(p, "malloc_usable_size: "); /* reports it */
+            (void)rp_zs_free(p, prefix); /* reports it */
         return 0;
     }
     rp_region *r = rp_pagemap_lookup(p);
     if (!r) {
         if (!RP_MALLOC_COEXISTS && !rp_malloc_ignores_foreign())
-            rp_report_foreign(p, "malloc_usable_size: ");
+            rp_report_foreign(p, prefix);
         return 0;
     }
     size_t span_size = arena_span_block(r, p);
     if (span_size && RP_HOOK_PREFIX == 0)
         return span_size - RP_USER_OFFSET;
     return rp_usable_size(p);
+}
+
+static int block_cached(const void *p, const char *what)
+{
+    uint32_t stride;
+    rp_region *r;
+    int cached = rp_ms_contains(p) ? rp_slab_block_live(&rp_ms_space, p, &stride) && slab_cached(p)
+                                   : (r = rp_pagemap_lookup(p)) != NULL && cached_anywhere(r, p);
+    if (cached)
+        report_cached(p, what);
+    return cached;
+}
+
+/* The request of sealed block p (hardened profile, seal.h), or 0 with a report for a freed
+ * block, a pointer that is not a block, or a broken seal. A zero-size block: 0. */
+static size_t sealed_request(void *p, const char *what, const char *prefix)
+{
+    if (rp_zs_contains(p))
+        return block_usable(p, what, prefix);
+    if (block_cached(p, what))
+        return 0;
+    size_t usable = block_usable(p, what, prefix);
+    if (!usable)
+        return 0;
+    const unsigned char *bad;
+    size_t n = rp_seal_open(rp_arena_key(), p, usable, &bad);
+    if (n != SIZE_MAX)
+        return n;
+    rp_seal_report(p, usable, bad, what);
+    return 0;
+}
+
+size_t malloc_usable_size(void *p)
+{
+    if (!p)
+        return 0;
+    if (RP_UNLIKELY(rp_hardened_on()))
+        return sealed_request(p, "malloc_usable_size", "malloc_usable_size: ");
+    return block_usable(p, "malloc_usable_size", "malloc_usable_size: ");
 }
 
 /* Old names and glibc's internal aliases some programs call directly (functions, not

@@ -135,9 +135,39 @@ uint64_t rp_prof_clock_bytes(const rp_prof_clock *c)
     return __atomic_load_n(&c->bytes, __ATOMIC_RELAXED) + ((uint64_t)armed - (uint64_t)left);
 }
 
+void rp_prof_clock_every(rp_prof_clock *c)
+{
+    c->due = c->left;
+    c->every = 1;
+    c->left = c->armed = -1; /* bytes + armed - left stays the bytes counted */
+}
+
+/* An event of a clock in every-event mode: size counted at once, the real countdown in due.
+ * A request of 2^63 bytes or more (which fails) leaves left positive: the next event the
+ * caller forces (rp_prof_clock_rearm) sets it back. */
+static int every_event(rp_prof_clock *c, size_t size)
+{
+    __atomic_store_n(&c->bytes, c->bytes + size, __ATOMIC_RELAXED);
+    __atomic_store_n(&c->armed, (intptr_t)-1, __ATOMIC_RELAXED);
+    __atomic_store_n(&c->left, (intptr_t)-1, __ATOMIC_RELAXED);
+    c->due = (intptr_t)((uintptr_t)c->due - (uintptr_t)size);
+    if (c->due >= 0)
+        return RP_PROF_QUIET;
+    int sample = __atomic_load_n(&rp_prof_enabled, __ATOMIC_ACQUIRE);
+    c->due = sample ? (rate ? next_interval(c) : 0) : RP_PROF_FOLD_BYTES;
+    return sample;
+}
+
+void rp_prof_clock_rearm(rp_prof_clock *c)
+{
+    if (c->every)
+        __atomic_store_n(&c->left, (intptr_t)-1, __ATOMIC_RELAXED);
+}
+
 int rp_prof_event(rp_prof_clock *c, size_t size)
 {
-    (void)size;
+    if (c->every)
+        return every_event(c, size);
     __atomic_store_n(&c->bytes, c->bytes + ((uint64_t)c->armed - (uint64_t)c->left), __ATOMIC_RELAXED);
     intptr_t left = RP_PROF_FOLD_BYTES;
     int sample = __atomic_load_n(&rp_prof_enabled, __ATOMIC_ACQUIRE);
@@ -153,6 +183,8 @@ int rp_prof_event(rp_prof_clock *c, size_t size)
 
 void rp_prof_after_event(void *p, size_t size, const void *ra, int sample)
 {
+    if (sample == RP_PROF_QUIET)
+        return;
     if (sample)
         rp_prof_record(p, size, ra);
     int saved = errno;

@@ -44,7 +44,13 @@ typedef struct rp_prof_clock {
     intptr_t armed; /* what left was set to at the last event */
     uint64_t bytes; /* requested bytes allocated up to the last event (relaxed atomic: stats) */
     uint64_t rng;   /* the thread's random state (sampling intervals) */
+    intptr_t due;   /* every event mode (rp_prof_clock_every): bytes to the next real event */
+    int every;      /* 1: every allocation is an event (left and armed stay -1) */
 } rp_prof_clock;
+
+/* What rp_prof_event returns in every-event mode for an allocation that is no real event: the
+ * caller neither samples nor folds (rp_prof_after_event ignores it). */
+#define RP_PROF_QUIET (-1)
 
 /* 1 once profiling is on (option profile=1, set up by rp_prof_setup). */
 extern int rp_prof_enabled;
@@ -57,6 +63,15 @@ void rp_prof_setup(void);
 
 /* Arms a new thread cache's clock; index numbers the caches (seeds differ per thread). */
 void rp_prof_clock_start(rp_prof_clock *c, uint64_t index);
+
+/* Makes every allocation of a started clock an event (the hardened profile, hardened.h: each
+ * allocation takes the out-of-line path, which seals the block); sampling and the totals keep
+ * their own countdown (due), so they see what they would without it. */
+void rp_prof_clock_every(rp_prof_clock *c);
+
+/* In every-event mode, sets left back to -1 (after a request of 2^63 bytes or more, which
+ * the tick's subtraction left positive); nothing otherwise. */
+void rp_prof_clock_rearm(rp_prof_clock *c);
 
 #if defined(__has_feature)
 #if __has_feature(thread_sanitizer)
@@ -89,7 +104,8 @@ static inline int rp_prof_tick(rp_prof_clock *c, size_t size)
 }
 
 /* The clock ran out during an allocation of size bytes (already subtracted): folds and re-arms.
- * Returns 1 when this allocation is to be sampled. The caller allocates, then calls
+ * Returns 1 when this allocation is to be sampled, RP_PROF_QUIET in every-event mode when it
+ * is no real event. The caller allocates, then calls
  * rp_prof_after_event with the block. */
 int rp_prof_event(rp_prof_clock *c, size_t size);
 

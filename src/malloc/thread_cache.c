@@ -16,6 +16,7 @@
 #include "src/secret.h"
 #include "src/tier.h"
 #include "free_batch.h"
+#include "guarded_memory.h"
 #include "malloc_init.h"
 #include "malloc_slabs.h"
 #include "transfer_cache.h"
@@ -55,8 +56,10 @@ int rp_tc_setup(void)
 #ifndef RAMPART_DEBUG
     /* The hardened profile wipes and quarantines each free at its call (hardened.h). */
     hardened = cache_cap != 0 && rp_hardened_on();
-    if (hardened)
+    if (hardened) {
         free_batch_limit = 1;
+        rp_guard_writes = 1; /* guarded_memory.h */
+    }
 #endif
     return pthread_key_create(&exit_key, tc_thread_exit) == 0 ? 0 : -1;
 }
@@ -130,6 +133,8 @@ static rp_tcache *tc_create(void)
         tc->pbins[i].limit = bin_limit(rp_tc_page_bin_bytes(i), tc->cap, RP_TC_PAGE_SLOTS);
     pthread_mutex_lock(&caches_lock);
     rp_prof_clock_start(&tc->clock, caches_made++);
+    if (hardened) /* every allocation takes the sealing path (seal.h) */
+        rp_prof_clock_every(&tc->clock);
     tc->next = all_caches;
     if (all_caches)
         all_caches->prev = tc;
