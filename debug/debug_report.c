@@ -32,9 +32,16 @@ void rp_debug_fault(rp_fault *f, rp_error_kind kind, const rp_heap *h, const voi
     }
 }
 
-/* What each kind means, in one sentence after the header. */
-static const char *explain(rp_error_kind kind, int history_known)
+/* What each kind means, in one sentence after the header. access: 'R'/'W' when caught at the
+ * access by a guard page. */
+static const char *explain(rp_error_kind kind, int history_known, char access)
 {
+    if (access)
+        return kind == RP_ERR_USE_AFTER_FREE ? "A guarded block was accessed after its free (its pages are inaccessible "
+                                               "while it waits in quarantine)."
+               : kind == RP_ERR_HEAP_BUFFER_UNDERFLOW
+                   ? "An access before the start of a guarded block reached the guard page before it."
+                   : "An access past the end of a guarded block reached the guard page after it.";
     switch (kind) {
     case RP_ERR_HEAP_BUFFER_OVERFLOW:
         return "The bytes after the requested size (trailer cookie) were overwritten: a write past the end "
@@ -169,7 +176,7 @@ int rp_hook_report(const rp_fault *f, rp_report *r, int default_handler)
 {
     int size_unknown = underflow_over_header(f->heap, r);
     const char *entry = NULL;
-    uint32_t detect = rp_backtrace_report_stack(&entry);
+    uint32_t detect = f->access_stack ? f->access_stack : rp_backtrace_report_stack(&entry);
     const rp_heap *h = f->heap;
     rp_report_history hist = {f->alloc_stack, f->free_stack, detect, f->requested};
     int history_known = f->alloc_stack != 0 || f->requested != 0;
@@ -210,13 +217,16 @@ int rp_hook_report(const rp_fault *f, rp_report *r, int default_handler)
         if (!size_unknown)
             print_location(&b, r->address, block, block_size);
         long off = (long)((const char *)r->address - (const char *)block);
-        if (r->kind == RP_ERR_HEAP_BUFFER_OVERFLOW || r->kind == RP_ERR_HEAP_BUFFER_UNDERFLOW ||
-            r->kind == RP_ERR_USE_AFTER_FREE_WRITE)
+        if (f->access)
+            rp_sink_printf(&b, "%s of the byte at offset %ld from the start of the block.\n",
+                           f->access == 'W' ? "WRITE" : "READ", off);
+        else if (r->kind == RP_ERR_HEAP_BUFFER_OVERFLOW || r->kind == RP_ERR_HEAP_BUFFER_UNDERFLOW ||
+                 r->kind == RP_ERR_USE_AFTER_FREE_WRITE)
             rp_sink_printf(&b, "The first corrupted byte is at offset %ld from the start of the block.\n", off);
         else
             rp_sink_printf(&b, "The address is at offset %ld from the start of the block.\n", off);
     }
-    rp_sink_printf(&b, "%s\n", explain(r->kind, history_known));
+    rp_sink_printf(&b, "%s\n", explain(r->kind, history_known, f->access));
     if (entry)
         rp_sink_printf(&b, "Detected in %s, called from:\n", entry);
     else

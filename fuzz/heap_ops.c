@@ -329,7 +329,7 @@ static void do_edges(void)
     EXPECT(strcmp(rp_flavour(), DEBUG_FLAVOUR ? "debug" : "release") == 0, "rp_flavour");
     static const char *const kind_names[RP_ERR_KIND_COUNT] = {
         "unknown-error", "invalid-free", "double-free", "corrupted-block-header", "corrupted-free-list",
-        "heap-buffer-overflow", "heap-buffer-underflow", "use-after-free-write",
+        "heap-buffer-overflow", "heap-buffer-underflow", "use-after-free-write", "heap-use-after-free",
     };
     for (int k = 0; k <= RP_ERR_KIND_COUNT; k++)
         EXPECT(strcmp(rp_error_kind_name((rp_error_kind)k), k < RP_ERR_KIND_COUNT ? kind_names[k] : "unknown-error") == 0,

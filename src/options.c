@@ -64,8 +64,8 @@ static const opt_spec specs[] = {
     {"leak_exit_code", OPT_UINT, OFF(leak_exit_code), 255, FL_DEBUG, "debug: exit status when the exit-time leak report finds leaks, 0 = unchanged"},
     {"report_path", OPT_PATH, OFF(report_path), 0, FL_DEBUG, "debug: where reports go: stderr, stdout or a file path (%p = pid; /dev/fd/N for a descriptor)"},
     {"suppressions", OPT_PATH, OFF(suppressions), 0, FL_DEBUG, "debug: file of leak suppressions (leak:PATTERN lines, LeakSanitizer's format)"},
-    {"guard", OPT_GUARD, OFF(guard), 0xffffffffull, FL_BOTH, "reserved: blocks placed against an inaccessible page (off, all, or sample:N); not implemented yet, ignored with a warning"},
-    {"guard_left", OPT_BOOL, OFF(guard_left), 1, FL_BOTH, "reserved with guard: guarded blocks would start at a page boundary; ignored with a warning"},
+    {"guard", OPT_GUARD, OFF(guard), 0xffffffffull, FL_BOTH, "guarded blocks (malloc drop-in): off, all, or sample:N (1 allocation in N); each placed against an inaccessible page and made inaccessible once freed, so an overflow or a use after free faults at the access and is reported"},
+    {"guard_left", OPT_BOOL, OFF(guard_left), 1, FL_BOTH, "with guard: guarded blocks start at a page boundary after a guard page (underflows fault) instead of ending at one"},
     {"dump_signal", OPT_SIGNAL, OFF(dump_signal), 64, FL_BOTH, "signal that requests a heap dump (e.g. SIGUSR2), 0 = off"},
     {"dump_at_exit", OPT_BOOL, OFF(dump_at_exit), 1, FL_BOTH, "write a heap dump at exit"},
     {"dump_path", OPT_PATH, OFF(dump_path), 0, FL_BOTH, "dump file pattern (%p = pid, %n = sequence number)"},
@@ -438,14 +438,13 @@ static const key_parts needs[] = {
     {"dump_at_exit", RP_OPTIONS_PART_DUMP},       {"dump_path", RP_OPTIONS_PART_DUMP},
     {"dump_interval", RP_OPTIONS_PART_DUMP},      {"dump_on_peak", RP_OPTIONS_PART_DUMP | RP_OPTIONS_PART_MALLOC},
     {"dump_peak_step", RP_OPTIONS_PART_DUMP | RP_OPTIONS_PART_MALLOC},
-    /* Guard pages: the key is parsed (and checked by the options fuzzer), but no library
-     * places guarded blocks yet, so every flavour warns that it ignores it. */
-    {"guard", RP_OPTIONS_PART_DEBUG_RUNTIME},     {"guard_left", RP_OPTIONS_PART_DEBUG_RUNTIME},
+    /* Guarded blocks: the drop-in's guard pool (src/malloc/guard_pool.h), both flavours. */
+    {"guard", RP_OPTIONS_PART_MALLOC},            {"guard_left", RP_OPTIONS_PART_MALLOC},
 };
 
 static const char *const part_names[] = {"the malloc drop-in (//src/malloc:rampart_malloc)",
                                          "the dump writer (//debug:dump)", "the release heap profiler",
-                                         "guard pages, which no rampart library implements yet"};
+                                         "the debug runtime"};
 
 /* The parts in needed that are missing from `parts`, or 0 (and the first one's name). */
 static unsigned missing_parts(const char *key, size_t klen, unsigned parts, const char **name)
@@ -656,7 +655,7 @@ unsigned rp_options_parts_linked(void)
         parts |= RP_OPTIONS_PART_DUMP;
     if (&rp_options_part_profile && rp_options_flavour_built() == RP_OPTIONS_RELEASE)
         parts |= RP_OPTIONS_PART_PROFILE;
-    /* RP_OPTIONS_PART_DEBUG_RUNTIME (guard pages) is in no library yet. */
+    /* RP_OPTIONS_PART_DEBUG_RUNTIME: no key needs it today. */
     return parts;
 }
 

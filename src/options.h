@@ -111,7 +111,7 @@ enum {
     RP_OPTIONS_PART_MALLOC = 1,        /* the malloc drop-in (src/malloc) */
     RP_OPTIONS_PART_DUMP = 2,          /* the dump writer (debug/dump_*) */
     RP_OPTIONS_PART_PROFILE = 4,       /* the release drop-in's heap profiler */
-    RP_OPTIONS_PART_DEBUG_RUNTIME = 8, /* the debug runtime (guard pages) */
+    RP_OPTIONS_PART_DEBUG_RUNTIME = 8, /* the debug runtime (no key needs it today) */
     RP_OPTIONS_PARTS_ALL = 15
 };
 

@@ -111,6 +111,8 @@ void *rp_os_reserve_inaccessible(size_t len)
 
 int rp_os_make_inaccessible(void *p, size_t len) { return mprotect(p, len, PROT_NONE); }
 
+int rp_os_make_accessible(void *p, size_t len) { return mprotect(p, len, PROT_READ | PROT_WRITE); }
+
 int rp_os_unreserve(void *p, size_t len)
 {
     if (len == 0)

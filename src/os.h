@@ -66,6 +66,10 @@ void *rp_os_reserve_inaccessible(size_t len);
  * injection (a guard the OS refuses is simply absent). 0 or -1. */
 int rp_os_make_inaccessible(void *p, size_t len);
 
+/* Makes [p, p+len) of a reservation readable and writable again (a guarded block's pages,
+ * src/malloc/guard_pool.h). Not subject to fault injection. 0 or -1. */
+int rp_os_make_accessible(void *p, size_t len);
+
 /* Gives a whole reservation back. 0, or -1 (it stays reserved). */
 int rp_os_unreserve(void *p, size_t len);
 

@@ -274,6 +274,8 @@ typedef enum rp_error_kind {
                                     drop-in: what lies below a block, or a write into it */
     RP_ERR_USE_AFTER_FREE_WRITE, /* debug: poison of a freed block changed; hardened drop-in:
                                     a freed block written (quarantine check, checked write) */
+    RP_ERR_USE_AFTER_FREE,       /* guarded block (option guard): a freed block read or written,
+                                    caught at the access */
     RP_ERR_KIND_COUNT
 } rp_error_kind;
 

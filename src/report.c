@@ -19,6 +19,7 @@ static const char *const kind_names[RP_ERR_KIND_COUNT] = {
     [RP_ERR_HEAP_BUFFER_OVERFLOW] = "heap-buffer-overflow",
     [RP_ERR_HEAP_BUFFER_UNDERFLOW] = "heap-buffer-underflow",
     [RP_ERR_USE_AFTER_FREE_WRITE] = "use-after-free-write",
+    [RP_ERR_USE_AFTER_FREE] = "heap-use-after-free",
 };
 
 const char *rp_error_kind_name(rp_error_kind kind)
@@ -76,6 +77,8 @@ void rp_fault_set(rp_fault *f, rp_error_kind kind, const rp_heap *h, const void 
     f->alloc_stack = 0;
     f->free_stack = 0;
     f->requested = 0;
+    f->access = 0;
+    f->access_stack = 0;
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(f->message, sizeof f->message, fmt, ap);

@@ -19,6 +19,10 @@ typedef struct rp_fault {
      * depot ids, size asked for); rp_fault_set clears them and the core never sets them. */
     uint32_t alloc_stack, free_stack;
     size_t requested;
+    /* 'R' or 'W' when the fault was caught at the access (a guard page: src/malloc/guard_pool.h),
+     * 0 when found afterwards (a cookie, a pattern, a header). */
+    char access;
+    uint32_t access_stack; /* with access: the stack of the faulting access (depot id) */
     char message[160];
 } rp_fault;
 

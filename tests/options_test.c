@@ -38,7 +38,7 @@ static int child(const char *what)
 }
 
 /* A key acted on by a part of rampart the library lacks (the malloc drop-in, the dump writer,
- * the release heap profiler, the debug runtime's guard pages) is stored and warned about once;
+ * the release heap profiler) is stored and warned about once;
  * with every part, not at all. */
 static void parts(void)
 {
@@ -56,15 +56,16 @@ static void parts(void)
     n = 0;
     CHECK(rp_options_parse_in("dump_on_peak=1", &o, RP_OPTIONS_RELEASE, RP_OPTIONS_PART_DUMP, record, &n) == 1);
     CHECKF(strstr(last, "needs the malloc drop-in"), "%s", last);
-    /* guard pages are in no library yet: the key is warned about in either flavour, never
-     * taken silently */
+    /* guarded blocks are the malloc drop-in's, in both flavours: without it the keys are warned
+     * about, never taken silently; with it they are taken */
     n = 0;
-    CHECK(rp_options_parse_in("guard=all", &o, RP_OPTIONS_RELEASE, RP_OPTIONS_PARTS_ALL & ~RP_OPTIONS_PART_DEBUG_RUNTIME,
+    CHECK(rp_options_parse_in("guard=all", &o, RP_OPTIONS_RELEASE, RP_OPTIONS_PARTS_ALL & ~RP_OPTIONS_PART_MALLOC,
                               record, &n) == 1 && o.guard == 1);
-    CHECK((rp_options_parts_linked() & RP_OPTIONS_PART_DEBUG_RUNTIME) == 0);
+    CHECKF(strstr(last, "guard has no effect in this library: it needs the malloc drop-in"), "%s", last);
     n = 0;
-    CHECK(rp_options_parse_in("guard=sample:10", &o, RP_OPTIONS_DEBUG, rp_options_parts_linked(), record, &n) == 1);
-    CHECKF(strstr(last, "no rampart library implements yet"), "%s", last);
+    CHECK(rp_options_parse_in("guard=sample:10:guard_left=1", &o, RP_OPTIONS_DEBUG, RP_OPTIONS_PARTS_ALL, record, &n) == 0 &&
+          o.guard == 10 && o.guard_left == 1);
+    CHECK((rp_options_parts_linked() & RP_OPTIONS_PART_DEBUG_RUNTIME) == 0);
     /* the flavour's warning comes first, and only once */
     n = 0;
     CHECK(rp_options_parse_in("profile=1:profile=0", &o, RP_OPTIONS_DEBUG, 0, record, &n) == 1);

@@ -5,6 +5,7 @@
 
 #include "arena.h"
 #include "cache_mark.h"
+#include "guard_pool.h"
 #include "malloc_slabs.h"
 #include "seal.h"
 #include "src/header_snapshot.h"
@@ -14,7 +15,7 @@
 #include "src/span.h"
 #include "thread_cache.h"
 
-int rp_guard_writes;
+int rp_guard_writes, rp_guard_heap_writes;
 
 /* The C library's checked entry points, which reach its own implementations directly: the
  * unchecked way to its memcpy, memmove and memset from a library that defines those names. */
@@ -178,6 +179,10 @@ int rp_guard_write(void *dest, size_t n, const char *what)
         return 0;
     if (end < d)
         end = UINTPTR_MAX;
+    if (rp_gp_contains(dest))
+        return rp_gp_check_write(dest, n, what);
+    if (!rp_guard_heap_writes)
+        return 0;
     if (rp_ms_contains(dest))
         return check_slab(d, end, n, what);
     rp_region *r = rp_pagemap_lookup(dest);

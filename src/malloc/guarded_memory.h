@@ -27,8 +27,10 @@
 /* Cache marks looked back at most for the header of a span block (64 KiB). */
 #define RP_GUARD_SCAN_GRANULES 4096u
 
-/* 1 when writes are checked (set once by the caches' set-up: option hardened). */
-extern int rp_guard_writes;
+/* 1 when writes are checked (set once by the caches' set-up: option hardened, or guarded blocks
+ * on); rp_guard_heap_writes: the arenas' blocks are checked too (hardened: their seals), else
+ * only the guarded blocks (guard_pool.h). */
+extern int rp_guard_writes, rp_guard_heap_writes;
 
 /* Checks a write of n bytes at d (what: the function, for the report). Returns 0 when the
  * write may go ahead; otherwise reports it and returns -1 (when the report function returns). */

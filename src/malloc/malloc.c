@@ -26,6 +26,7 @@
 #include "arena.h"
 #include "cache_mark.h"
 #include "free_batch.h"
+#include "guard_pool.h"
 #include "guarded_memory.h"
 #include "malloc_slabs.h"
 #include "malloc_stats.h"
@@ -42,6 +43,7 @@
 #include "src/report.h"
 #include "src/span.h"
 #include "src/tier.h"
+#include "src/xorshift.h"
 #include "thread_cache.h"
 #include "transfer_cache.h"
 #include "zero_size.h"
@@ -332,11 +334,26 @@ static RP_NOINLINE void *alloc_sealed(rp_tcache *tc, size_t align, size_t size)
 
 /* An allocation whose clock ran out (profile.h): the clock's event, then the allocation, then,
  * when it is sampled, its record. ra: the entry point's return address (profile_stack.h). */
+/* 1 when this allocation is to be guarded (guard_pool.h): every one with guard=all, one in N
+ * on average with guard=sample:N (a countdown drawn uniformly from 1 .. 2N - 1). */
+static inline int guard_this(rp_tcache *tc)
+{
+    if (RP_LIKELY(!rp_gp_on))
+        return 0;
+    if (--tc->guard_countdown != 0)
+        return 0;
+    unsigned long n = rp_options_get()->guard;
+    tc->guard_countdown = n <= 1 ? 1 : 1 + rp_xorshift_next(&tc->hq_rng) % (2 * (uint64_t)n - 1);
+    return 1;
+}
+
 static RP_NOINLINE void *alloc_sampled(size_t align, size_t size, const void *ra)
 {
     rp_tcache *tc = rp_tc_self;
     int sample = rp_prof_event(&tc->clock, size);
-    void *p = RP_UNLIKELY(tc->hardened) ? alloc_sealed(tc, align, size) : aligned_body(tc, align, size);
+    void *p = guard_this(tc) ? rp_gp_alloc(size, align, ra) : NULL;
+    if (!p)
+        p = RP_UNLIKELY(tc->hardened) ? alloc_sealed(tc, align, size) : aligned_body(tc, align, size);
     rp_prof_after_event(p, size, ra, sample);
     return p;
 }
@@ -482,6 +499,12 @@ static int slab_cached(const void *p) { return rp_cache_marked(rp_cache_mark_of_
  * allocator is known to share the process (RP_MALLOC_COEXISTS). */
 static RP_NOINLINE void free_foreign(void *p)
 {
+    if (rp_gp_contains(p)) { /* a guarded block (guard_pool.h) */
+        int saved = errno;
+        rp_gp_free(p, "free");
+        errno = saved;
+        return;
+    }
     int freed_before = rp_mapped_block_freed_recently(p);
     if (!freed_before) {
         rp_malloc_count_foreign_free();
@@ -963,6 +986,25 @@ static RP_NOINLINE void *realloc_sealed(void *p, size_t size)
     return q;
 }
 
+/* realloc of a guarded block (guard_pool.h): always a new block (guarded or not, as any
+ * allocation), the old one quarantined. */
+static RP_NOINLINE void *realloc_guarded(void *p, size_t size)
+{
+    size_t n = rp_gp_usable(p, "realloc");
+    if (!n) {
+        errno = EINVAL;
+        return NULL;
+    }
+    void *q = malloc_impl(size);
+    if (q) {
+        memcpy(q, p, n < size ? n : size);
+        int saved = errno;
+        rp_gp_free(p, "realloc");
+        errno = saved;
+    }
+    return q;
+}
+
 static void *realloc_impl(void *p, size_t size)
 {
     if (!p)
@@ -971,6 +1013,8 @@ static void *realloc_impl(void *p, size_t size)
         free_impl(p);
         return NULL;
     }
+    if (RP_UNLIKELY(rp_gp_contains(p)))
+        return realloc_guarded(p, size);
     if (RP_UNLIKELY(rp_hardened_on()))
         return realloc_sealed(p, size);
     /* A block this thread freed and has not examined yet (T5) is found cached below. */
@@ -1018,7 +1062,7 @@ void free(void *p) { free_impl(p); }
  * fresh from the OS (zero already, not to be faulted in by a memset: rp_calloc). */
 static RP_NOINLINE void *calloc_from_heap(size_t total, const void *ra)
 {
-    if (RP_UNLIKELY(rp_hardened_on())) { /* a sealed block (seal.h): zeroed up to the request */
+    if (RP_UNLIKELY(rp_hardened_on() || rp_gp_on)) { /* a sealed or guarded block: zeroed up to the request */
         void *p = malloc_impl(total);
         if (p)
             memset(p, 0, total);
@@ -1192,6 +1236,8 @@ size_t malloc_usable_size(void *p)
 {
     if (!p)
         return 0;
+    if (RP_UNLIKELY(rp_gp_contains(p)))
+        return rp_gp_usable(p, "malloc_usable_size");
     if (RP_UNLIKELY(rp_hardened_on()))
         return sealed_request(p, "malloc_usable_size", "malloc_usable_size: ");
     return block_usable(p, "malloc_usable_size", "malloc_usable_size: ");

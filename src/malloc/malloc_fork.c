@@ -3,6 +3,7 @@
 #include <pthread.h>
 
 #include "arena.h"
+#include "guard_pool.h"
 #include "src/heap.h"
 #include "malloc_init.h"
 #include "malloc_slabs.h"
@@ -19,10 +20,12 @@ static void fork_prepare(void)
     rp_heaps_fork_prepare();
     rp_ms_fork_prepare(); /* taken inside a heap lock by a pool (malloc_slabs.h): last */
     rp_zs_fork_prepare();
+    rp_gp_fork_prepare();
 }
 
 static void fork_parent(void)
 {
+    rp_gp_fork_parent();
     rp_zs_fork_parent();
     rp_ms_fork_parent();
     rp_heaps_fork_parent();
@@ -34,6 +37,7 @@ static void fork_parent(void)
 
 static void fork_child(void)
 {
+    rp_gp_fork_child();
     rp_zs_fork_child();
     rp_ms_fork_child();
     rp_heaps_fork_child();

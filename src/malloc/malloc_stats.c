@@ -12,6 +12,7 @@
 #include "arena.h"
 #include "src/heap.h"
 #include "free_batch.h"
+#include "guard_pool.h"
 #include "malloc_slabs.h"
 #include "malloc_stats.h"
 #include "malloc_totals.h"
@@ -299,7 +300,7 @@ int rp_malloc_check(char *why, size_t len)
         if (h && rp_xfer_of(h) && rp_xfer_check(rp_xfer_of(h), h, why, len) != 0)
             return 1;
     }
-    if (rp_ms_check(why, len) != 0 || rp_zs_check(why, len) != 0)
+    if (rp_ms_check(why, len) != 0 || rp_zs_check(why, len) != 0 || rp_gp_check(why, len) != 0)
         return 1;
     rp_tcache *tc = rp_tc_self;
     return tc ? rp_tc_check(tc, why, len) : 0;

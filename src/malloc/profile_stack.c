@@ -28,16 +28,22 @@ void *__libc_realloc(void *p, size_t size);
 void *__libc_memalign(size_t align, size_t size);
 void *__libc_valloc(size_t size);
 void *__libc_pvalloc(size_t size);
+void __libc_free(void *p);
+void cfree(void *p);
+void free_sized(void *p, size_t size);
+void free_aligned_sized(void *p, size_t align, size_t size);
 
-/* The drop-in's allocating entry points (malloc.c), by their addresses in this link: the
- * drop-in's own, whether preloaded (bound inside the library) or linked in. */
+/* The drop-in's allocating entry points (malloc.c), and its freeing ones (stacks of frees:
+ * guard_pool.h), by their addresses in this link: the drop-in's own, whether preloaded (bound
+ * inside the library) or linked in. */
 static void find_entries(void)
 {
     void *const fns[] = {
         (void *)malloc,          (void *)calloc,         (void *)realloc,         (void *)reallocarray,
         (void *)posix_memalign,  (void *)aligned_alloc,  (void *)memalign,        (void *)valloc,
         (void *)pvalloc,         (void *)__libc_malloc,  (void *)__libc_calloc,   (void *)__libc_realloc,
-        (void *)__libc_memalign, (void *)__libc_valloc,  (void *)__libc_pvalloc,
+        (void *)__libc_memalign, (void *)__libc_valloc,  (void *)__libc_pvalloc,  (void *)free,
+        (void *)cfree,           (void *)__libc_free,    (void *)free_sized,      (void *)free_aligned_sized,
     };
     for (size_t i = 0; i < sizeof fns / sizeof fns[0] && nentries < sizeof entries / sizeof entries[0]; i++) {
         unw_proc_info_t pi;

@@ -16,6 +16,7 @@
 #include "src/secret.h"
 #include "src/tier.h"
 #include "free_batch.h"
+#include "guard_pool.h"
 #include "guarded_memory.h"
 #include "malloc_init.h"
 #include "malloc_slabs.h"
@@ -58,9 +59,12 @@ int rp_tc_setup(void)
     hardened = cache_cap != 0 && rp_hardened_on();
     if (hardened) {
         free_batch_limit = 1;
-        rp_guard_writes = 1; /* guarded_memory.h */
+        rp_guard_writes = rp_guard_heap_writes = 1; /* guarded_memory.h */
     }
 #endif
+    /* Guarded blocks (guard_pool.h), both flavours; their writes are checked too. */
+    if (rp_gp_setup() == 0 && rp_gp_on)
+        rp_guard_writes = 1;
     return pthread_key_create(&exit_key, tc_thread_exit) == 0 ? 0 : -1;
 }
 
@@ -133,8 +137,11 @@ static rp_tcache *tc_create(void)
         tc->pbins[i].limit = bin_limit(rp_tc_page_bin_bytes(i), tc->cap, RP_TC_PAGE_SLOTS);
     pthread_mutex_lock(&caches_lock);
     rp_prof_clock_start(&tc->clock, caches_made++);
-    if (hardened) /* every allocation takes the sealing path (seal.h) */
+    /* Every allocation takes the out-of-line path: to be sealed (seal.h), or perhaps guarded
+     * (guard_pool.h: sampled by a countdown there). */
+    if (hardened || rp_gp_on)
         rp_prof_clock_every(&tc->clock);
+    tc->guard_countdown = 1;
     tc->next = all_caches;
     if (all_caches)
         all_caches->prev = tc;

@@ -180,6 +180,7 @@ typedef struct rp_tcache {
     void *freed[RP_TC_FREED_MAX]; /* T5 */
     rp_tc_run runs[RP_SLAB_CLASSES]; /* T6 */
     int hardened;            /* the hardened profile (hardened.h): frees go through quarantine */
+    uint64_t guard_countdown; /* option guard=sample:N: allocations to the next guarded one */
     uint32_t hq_n;           /* T7 (hardened.h) */
     size_t hq_bytes;         /* T7 */
     uint64_t hq_rng;         /* which quarantined block leaves next */

@@ -18,18 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "preload_check.h"
 #include "src/rampart.h"
 
-static int failures;
-#define CHECKF(cond, ...)                                                                          \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: ", __FILE__, __LINE__);                                        \
-            fprintf(stderr, __VA_ARGS__);                                                          \
-            fputc('\n', stderr);                                                                   \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
 
 static int reports[RP_ERR_KIND_COUNT];
 static int total_reports;
@@ -259,15 +250,10 @@ static void clean_threads(void)
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "clean";
-    rp_report_fn (*set_report_fn)(rp_report_fn, void *, void **) =
-        (rp_report_fn(*)(rp_report_fn, void *, void **))dlsym(RTLD_DEFAULT, "rp_set_report_fn");
     free_sized_fn = (void (*)(void *, size_t))dlsym(RTLD_DEFAULT, "free_sized");
     rp_usable_size_fn = (size_t(*)(const void *))dlsym(RTLD_DEFAULT, "rp_usable_size");
-    if (!set_report_fn) {
-        fprintf(stderr, "rp_set_report_fn not found: is librampart_malloc.so preloaded?\n");
+    if (set_report_function(count_report) != 0)
         return 2;
-    }
-    set_report_fn(count_report, NULL, NULL);
     for (size_t i = 0; i < sizeof source; i++)
         source[i] = (unsigned char)(i * 7);
     int hardened = strcmp(mode, "misuse") == 0;
