@@ -140,11 +140,7 @@ static void *worker(void *arg)
 
 static void clean(void)
 {
-    pthread_t t[4];
-    for (uintptr_t i = 0; i < 4; i++)
-        pthread_create(&t[i], NULL, worker, (void *)(i + 1));
-    for (int i = 0; i < 4; i++)
-        pthread_join(t[i], NULL);
+    run_threads(worker, 4);
     for (int i = 0; i < SLOTS; i++)
         do_free(atomic_exchange(&shared[i], NULL));
     CHECKF(total_reports == 0, "the clean workload: %d reports", total_reports);

@@ -5,6 +5,8 @@
 #define RP_PRELOAD_CHECK_H
 
 #include <dlfcn.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "src/rampart.h"
@@ -32,6 +34,16 @@ static inline int set_report_function(rp_report_fn fn)
     }
     set(fn, NULL, NULL);
     return 0;
+}
+
+/* Runs fn on n threads (at most 16; argument i + 1 for the i-th) and waits for them all. */
+static inline void run_threads(void *(*fn)(void *), unsigned n)
+{
+    pthread_t t[16];
+    for (uintptr_t i = 0; i < n && i < 16; i++)
+        pthread_create(&t[i], NULL, fn, (void *)(i + 1));
+    for (unsigned i = 0; i < n && i < 16; i++)
+        pthread_join(t[i], NULL);
 }
 
 #endif
