@@ -97,6 +97,27 @@ static void test_reuse_unpredictable(void)
     check_malloc("after the reuse cases");
 }
 
+/* Fresh slab blocks do not come out in address order (the refill's batch is shuffled into the
+ * bin instead of becoming a run). */
+static void test_fresh_blocks_shuffled(void)
+{
+    enum { N = 32 };
+    unsigned char *p[N];
+    for (int i = 0; i < N; i++)
+        p[i] = do_malloc(700); /* a class nothing else here uses */
+    if (!rp_ms_contains(p[0])) {
+        printf("slabs off: fresh-block order case skipped\n");
+    } else {
+        int in_order = 0;
+        for (int i = 1; i < N; i++)
+            in_order += p[i] > p[i - 1] && (size_t)(p[i] - p[i - 1]) <= 1024;
+        CHECKF(in_order < N / 2, "%d of %d fresh blocks followed the one before in address order", in_order, N - 1);
+    }
+    for (int i = 0; i < N; i++)
+        do_free(p[i]);
+    check_malloc("after the fresh blocks");
+}
+
 /* A write after free is reported when the block leaves the quarantine; a second free while it
  * waits is a double free. */
 static void test_write_after_free(void)
@@ -275,6 +296,7 @@ int main(void)
     REQUIRE(rp_tc_self && rp_tc_self->hardened);
     test_wiped();
     test_reuse_unpredictable();
+    test_fresh_blocks_shuffled();
     test_write_after_free();
     test_write_after_free_at_exit();
     test_overflow_past_request();

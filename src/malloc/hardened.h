@@ -15,7 +15,11 @@
  *   - the header after a span block is checked at its free (an overflow into it is reported),
  *     as the heap itself checks it when a block goes back to it;
  *   - guard pages between the slab space's chunks (slab.h), so a linear overflow out of one
- *     chunk faults.
+ *     chunk faults;
+ *   - a slab refill's blocks, fresh ones included (no run, T6), go into the bin shuffled, so
+ *     neither the order of fresh blocks nor their neighbours can be predicted;
+ *   - every block sealed (seal.h), its neighbours checked at its free (neighbour_check.h), and
+ *     the preload library's memcpy/memmove/memset checked (guarded_memory.h).
  * Invariant (rp_tc_check):
  *   T7  quarantine[0 .. hq_n-1] are blocks held by this cache's quarantine: a class-bin block
  *       with its cache mark set, or a page-tier block of an arena with RP_PAGEF_CACHED; hq_n <=

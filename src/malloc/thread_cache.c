@@ -15,6 +15,7 @@
 #include "src/report.h"
 #include "src/secret.h"
 #include "src/tier.h"
+#include "src/xorshift.h"
 #include "free_batch.h"
 #include "guard_pool.h"
 #include "guarded_memory.h"
@@ -458,6 +459,21 @@ int rp_tc_page_push_slow(rp_tcache *tc, void *p, rp_page *d)
  * hand out now, or NULL when the slab space is used up. */
 static void flush_run(rp_tcache *tc, unsigned c);
 
+/* The hardened profile hands a refill's blocks out in a random order (hardened.h): blocks[0..n)
+ * shuffled (Fisher-Yates), all but the first pushed into bin c, the first returned. */
+static void *spread_in_bin(rp_tcache *tc, unsigned c, void **blocks, size_t n)
+{
+    for (size_t i = n; i > 1; i--) {
+        size_t j = (size_t)(((rp_xorshift_next(&tc->hq_rng) >> 32) * i) >> 32);
+        void *t = blocks[i - 1];
+        blocks[i - 1] = blocks[j];
+        blocks[j] = t;
+    }
+    for (size_t i = 1; i < n; i++)
+        rp_tc_push(tc, blocks[i], c);
+    return blocks[0];
+}
+
 static void *refill_from_slabs(rp_tcache *tc, unsigned c, size_t n)
 {
     size_t cs = rp_tc_class_size(c);
@@ -481,6 +497,14 @@ static void *refill_from_slabs(rp_tcache *tc, unsigned c, size_t n)
     if (chunk_lo) {
         tc->near_lo = chunk_lo;
         tc->near_len = RP_SLAB_CHUNK_BYTES;
+    }
+    if (tc->hardened) { /* fresh blocks too, instead of a run (T6) */
+        if (!got) {
+            for (size_t i = 0; i < run_n; i++)
+                blocks[i] = (char *)first + i * rp_slab_stride(c);
+            got = run_n;
+        }
+        return spread_in_bin(tc, c, blocks, got);
     }
     if (got) {
         /* Push the rest so that the lowest address comes out next. */

@@ -68,7 +68,8 @@
  *       before anything in front of it is read (a user heap's block, foreign memory that may
  *       be unmapped by then).
  *   T6  runs[c] (c < RP_SLAB_CLASSES, slabs on: malloc_slabs.h): left blocks of slab class c
- *       from next on, each the class's stride apart, in one slab of the cache's arena's pool:
+ *       from next on, each the class's stride apart, in one slab of the cache's arena's pool
+ *       (never in the hardened profile, whose refills shuffle fresh blocks into the bin):
  *       fresh blocks a refill took (rp_slab_take_fresh) and the cache has not handed out.
  *       They are live to the pool and in no bin, marked (T4), and never read or written by
  *       the cache: malloc hands them out in address order when bin c is empty and no free is
