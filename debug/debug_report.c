@@ -135,32 +135,42 @@ static int underflow_over_header(const rp_heap *h, rp_report *r)
  * the requested end of a used block P right before Q, the report names P, the block whose
  * bounds were crossed, with its history, and says where the byte landed. Returns 1 when it
  * did. */
+#define FREE_MEMORY_REACH 256u
+
 static int blame_block_before(const rp_heap *h, rp_report *r, rp_report_history *hist)
 {
     static __thread char message[sizeof ((rp_fault *)0)->message] __attribute__((tls_model("initial-exec")));
-    if (!h || (r->kind != RP_ERR_HEAP_BUFFER_UNDERFLOW && r->kind != RP_ERR_CORRUPT_BLOCK) || !r->address)
+    /* A write into free memory with no block's history (not a quarantined block: the free space
+     * between blocks) is blamed on a live block that ends at most FREE_MEMORY_REACH bytes below
+     * it, as a linear overflow, the way ASan names the nearest block. */
+    int into_free = r->kind == RP_ERR_USE_AFTER_FREE_WRITE && hist->alloc_stack == 0 && hist->requested == 0;
+    if (!h || (r->kind != RP_ERR_HEAP_BUFFER_UNDERFLOW && r->kind != RP_ERR_CORRUPT_BLOCK && !into_free) ||
+        !r->address)
         return 0;
     const char *a = r->address;
     rp_debug_owner q, p;
     const char *before;
     if (rp_debug_find_owner((rp_heap *)h, a, &q) == 0) {
-        if (a >= (const char *)q.user - sizeof(uint64_t))
-            return 0; /* Q's canary (an underflow of Q), or inside Q's own area or trailer */
+        /* Q's canary (an underflow of Q), or inside Q's own area or trailer; but free memory
+         * found written as Q was carved from it is the block before Q's */
+        if (a >= (const char *)q.user - sizeof(uint64_t) && !into_free)
+            return 0;
         before = (const char *)q.user - RP_USER_OFFSET - 1;
     } else {
         before = a - 1; /* Q's header is too damaged to walk to: the byte before the damage */
     }
     int found = 0;
-    for (unsigned back = 0; back <= RP_USER_OFFSET && !found; back += 8)
+    unsigned reach = into_free ? FREE_MEMORY_REACH : RP_USER_OFFSET;
+    for (unsigned back = 0; back <= reach && !found; back += 8)
         found = rp_debug_find_owner((rp_heap *)h, before - back, &p) == 0 && p.meta_ok;
     if (!found)
         return 0;
     const char *end = (const char *)p.user + p.meta.requested;
-    if (a < end || a >= (const char *)p.user + p.usable + RP_USER_OFFSET)
+    if (a < end || a >= (const char *)p.user + p.usable + (into_free ? FREE_MEMORY_REACH : RP_USER_OFFSET))
         return 0;
-    snprintf(message, sizeof message, "%zu bytes after the end of the %zu-byte block %p, in the %s of the block after it",
+    snprintf(message, sizeof message, "%zu bytes after the end of the %zu-byte block %p, in the %s after it",
              (size_t)(a - end), (size_t)p.meta.requested, p.user,
-             r->kind == RP_ERR_CORRUPT_BLOCK ? "header" : "debug metadata");
+             into_free ? "free memory" : r->kind == RP_ERR_CORRUPT_BLOCK ? "header of the block" : "debug metadata of the block");
     r->kind = RP_ERR_HEAP_BUFFER_OVERFLOW;
     r->block = p.user;
     r->block_size = (size_t)p.meta.requested;

@@ -11,6 +11,7 @@
 #include "sort.h"
 #include "stack_depot.h"
 #include "stop_world.h"
+#include "src/outside_blocks.h"
 #include "src/os.h"
 #include "src/pagemap.h"
 #include "src/walk.h"
@@ -60,6 +61,7 @@ typedef struct scanner {
     rp_leak_block *blocks;
     size_t n, cap;
     uintptr_t lo_min, span; /* every block lies in [lo_min, lo_min + span) */
+    uintptr_t outside_lo, outside_len; /* where the blocks outside the heaps lie (outside_blocks.h) */
     uint32_t *work;         /* blocks reached whose contents are still to scan */
     size_t nwork;
     rp_root_range *excl;    /* memory that is never a root: rampart's regions, the tables */
@@ -91,6 +93,26 @@ static int collect(rp_heap *h, rp_region *r, const rp_block_info *info, void *ar
             b->tag = RP_LEAK_IGNORED;
     }
     return 0;
+}
+
+static void count_outside(const void *user, size_t size, uint32_t alloc_stack, void *arg)
+{
+    (void)user, (void)size, (void)alloc_stack;
+    (*(size_t *)arg)++;
+}
+
+/* A live block kept outside the heaps (outside_blocks.h): counted like a heap's. */
+static void collect_outside(const void *user, size_t size, uint32_t alloc_stack, void *arg)
+{
+    scanner *s = arg;
+    if (s->n == s->cap)
+        return;
+    rp_leak_block *b = &s->blocks[s->n++];
+    b->lo = (uintptr_t)user;
+    b->hi = b->lo + size;
+    b->heap = NULL;
+    b->stack = alloc_stack;
+    b->tag = RP_LEAK_UNSEEN;
 }
 
 static void exclude(scanner *s, uintptr_t lo, uintptr_t hi)
@@ -131,7 +153,7 @@ static void merge_exclusions(scanner *s)
 /* Index of the block whose user area holds v, or NONE. */
 static inline size_t find_block(const scanner *s, uintptr_t v)
 {
-    if (v - s->lo_min >= s->span || !rp_pagemap_lookup((const void *)v))
+    if (v - s->lo_min >= s->span || (!rp_pagemap_lookup((const void *)v) && v - s->outside_lo >= s->outside_len))
         return NONE;
     size_t lo = 0, hi = s->n; /* the last block with b.lo <= v is before hi */
     while (hi - lo > 1) {
@@ -242,6 +264,13 @@ static void scan_locked(rp_leak_scan *out, scanner *s, const heap_list *hl, cons
                 exclude(s, (uintptr_t)r, (uintptr_t)r + r->block_meta_len);
         }
     }
+    const rp_outside_blocks *outside = rp_outside_blocks_get();
+    if (outside) {
+        outside->walk(collect_outside, s);
+        exclude(s, outside->lo, outside->hi);
+        s->outside_lo = outside->lo;
+        s->outside_len = outside->hi - outside->lo;
+    }
     rp_sort(s->blocks, s->n, sizeof *s->blocks, block_before);
     if (s->n) {
         s->lo_min = s->blocks[0].lo;
@@ -316,8 +345,14 @@ void rp_leak_scan_run(rp_leak_scan *out, uintptr_t caller_sp, const uintptr_t *r
     memset(&hl, 0, sizeof hl);
     rp_heaps_foreach(lock_heap, &hl);
 
+    /* Blocks outside the heaps (outside_blocks.h) are counted first; a few more may appear
+     * before they are collected (those are then left out of this scan). */
+    size_t outside_n = 0;
+    const rp_outside_blocks *outside = rp_outside_blocks_get();
+    if (outside)
+        outside->walk(count_outside, &outside_n);
     size_t blocks_len = 0, work_len = 0, excl_len = 0;
-    s.cap = hl.blocks + 1;
+    s.cap = hl.blocks + outside_n + 64 + 1;
     s.blocks = scratch(s.cap * sizeof *s.blocks, &blocks_len);
     s.work = scratch(s.cap * sizeof *s.work, &work_len);
     s.excl_cap = 3 * hl.regions + 8;

@@ -16,6 +16,7 @@
 #include "src/lock.h"
 #include "src/options.h"
 #include "src/os.h"
+#include "src/outside_blocks.h"
 #include "src/region.h"
 #include "src/report.h"
 
@@ -228,6 +229,18 @@ static void on_fault(int sig, siginfo_t *info, void *ucv)
 
 /* ---- set-up ------------------------------------------------------------------------------- */
 
+/* The live guarded blocks, for the debug flavour's leak scan (outside_blocks.h). */
+static void walk_live(rp_outside_block_fn fn, void *arg)
+{
+    rp_lock_acquire(&pool_lock);
+    for (uint32_t i = 0; i < unused; i++)
+        if (__atomic_load_n(&slots[i].state, __ATOMIC_ACQUIRE) == SLOT_LIVE)
+            fn((const void *)slots[i].user, slots[i].size, slots[i].alloc_stack, arg);
+    rp_lock_release(&pool_lock);
+}
+
+static rp_outside_blocks outside = {0, 0, walk_live};
+
 /* Each live guarded block splits the pool's mapping in two more (its pages accessible, the
  * guards around not), and the kernel caps a process's mappings (vm.max_map_count, 65530 by
  * default): live guarded blocks are kept to a quarter of that cap, the rest of the program's
@@ -270,6 +283,9 @@ int rp_gp_setup(void)
     sa.sa_flags = SA_SIGINFO | SA_NODEFER;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGSEGV, &sa, &previous_segv);
+    outside.lo = rp_gp_lo;
+    outside.hi = rp_gp_hi;
+    rp_outside_blocks_set(&outside);
     rp_gp_on = 1;
     return 0;
 }
@@ -399,6 +415,15 @@ int rp_gp_check_write(const void *d, size_t n, const char *what)
     uint32_t i = slot_of((uintptr_t)d, &in_guard);
     gp_slot *s = in_guard || i == UINT32_MAX ? NULL : &slots[i];
     uintptr_t a = (uintptr_t)d;
+    if (in_guard) { /* starts in a guard page: an underflow of the block after it, if it reaches it */
+        gp_slot *after = i == UINT32_MAX ? &slots[0] : i + 1 < RP_GP_SLOTS ? &slots[i + 1] : NULL;
+        if (after && __atomic_load_n(&after->state, __ATOMIC_ACQUIRE) == SLOT_LIVE && n > after->user - a) {
+            report(RP_ERR_HEAP_BUFFER_UNDERFLOW, after, d, 0, capture(NULL),
+                   "%s(%p, ..., %zu): the write starts %zu bytes before the %zu-byte block %p", what, d, n,
+                   (size_t)(after->user - a), after->size, (void *)after->user);
+            return -1;
+        }
+    }
     if (!s || __atomic_load_n(&s->state, __ATOMIC_ACQUIRE) != SLOT_LIVE) {
         report(s && s->state == SLOT_QUARANTINED ? RP_ERR_USE_AFTER_FREE_WRITE : RP_ERR_HEAP_BUFFER_OVERFLOW, s, d,
                0, capture(NULL), "%s(%p, ..., %zu): the destination is %s", what, d, n,
