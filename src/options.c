@@ -34,7 +34,7 @@ static const opt_spec specs[] = {
     {"retain_bytes", OPT_SIZE, OFF(retain_bytes), (unsigned long long)1 << 46, FL_BOTH, "free page memory kept mapped per heap before returning it to the OS"},
     {"purge_delay_ms", OPT_UINT, OFF(purge_delay_ms), 3600000, FL_BOTH, "free page memory beyond retain_bytes goes back to the OS this long after a heap went beyond it (0 = at once)"},
     {"mapped_block_bytes", OPT_SIZE, OFF(mapped_block_bytes), (unsigned long long)1 << 46, FL_RELEASE, "blocks from this size (with the default, blocks realloc moves: from 4M) get a mapping of their own: realloc moves them with mremap, free unmaps them (0 = never; at least 2M)"},
-    {"huge_pages", OPT_BOOL, OFF(huge_pages), 1, FL_BOTH, "ask for transparent huge pages on the malloc heaps' OS regions (fewer page faults, RSS in 2 MiB steps)"},
+    {"huge_pages", OPT_BOOL, OFF(huge_pages), 1, FL_BOTH, "ask for transparent huge pages on the malloc heaps' OS regions (fewer page faults, RSS in 2 MiB steps; default 1 in release, 0 in debug)"},
     {"slabs", OPT_BOOL, OFF(slabs), 1, FL_RELEASE,
      "small blocks (up to 1008 bytes) from slabs without headers, their metadata apart (0 = span blocks with 16-byte "
      "headers; malloc drop-in)"},
@@ -140,7 +140,10 @@ void rp_options_defaults(rp_options *o)
     o->retain_bytes = (size_t)32 << 20;
     o->purge_delay_ms = 10000;
     o->mapped_block_bytes = (size_t)32 << 20;
-    o->huge_pages = 1;
+    /* Not in the debug flavour: its quarantine hands memory back to the heaps in a steady
+     * stream, and huge pages split by the purges were faulted (and cleared) again 2 MiB at a
+     * time (docs/BENCHMARKS.md, "Debug flavour"). */
+    o->huge_pages = rp_options_flavour_built() == RP_OPTIONS_RELEASE;
     o->slabs = 1;
     o->temporary_ms = 10;
     o->profile_rate = (size_t)512 << 10;
