@@ -5,7 +5,8 @@
 #       Builds with --config=fuzz, fuzzes each target (default: all) for N seconds (60) with J
 #       processes (default: the number of cores), merges the inputs that add coverage into
 #       fuzz/corpus/ (-merge=1), then prints the coverage summary. A crash stops with the
-#       reproducer. One-hour campaigns: tools/fuzz.sh --time 3600 heap_ops heap_ops_debug
+#       reproducer; an input still running after 300 s is a hang (30 s in the --ci and --mutants
+#       runs). One-hour campaigns: tools/fuzz.sh --time 3600 heap_ops heap_ops_debug
 #   tools/fuzz.sh --tsan [--time N] [--jobs J] [TARGET...]
 #       The same campaign (or with --ci, the CI run) built with --config=fuzz_tsan:
 #       ThreadSanitizer instead of ASan, for the threaded target (default: malloc_threads).
@@ -175,9 +176,15 @@ run_fuzzer() {
     # libFuzzer replays the whole corpus before its clock starts counting, and malloc_api's
     # inputs (forks, threads, a full heap check after most operations) take minutes to
     # replay: the kill is for a fuzzer that hangs, not for a slow replay.
+    # An input that runs longer than the unit timeout is reported as a hang: 30 s in CI and for
+    # the planted bugs; a long campaign, which may run at a low priority next to other work
+    # (nice 19 gets a few percent of a busy CPU), allows 300 s (inputs that take a second alone
+    # were stopped after 40 s there).
+    local unit_timeout=30
+    [ "$mode" = campaign ] && unit_timeout=300
     for ((i = 0; i < procs; i++)); do
         [ "$mode" = ci ] && seed_args=("-seed=$((i + 1))")
-        timeout -k 10 $((secs + 900)) "$bin" -max_total_time="$secs" -timeout=30 -rss_limit_mb=2048 \
+        timeout -k 10 $((secs + 900)) "$bin" -max_total_time="$secs" -timeout="$unit_timeout" -rss_limit_mb=2048 \
             -print_final_stats=1 -artifact_prefix="$art/" "${seed_args[@]}" "${args[@]}" "$out" "$@" >"$logs/$i.log" 2>&1 &
         pids+=($!)
     done
