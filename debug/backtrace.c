@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "config.h"
+#include "frame_walk.h"
 #include "rampart_debug.h"
 #include "sanitizer_track.h"
 #include "src/report.h"
@@ -193,9 +194,15 @@ static unsigned after_entries(const uintptr_t *frames, unsigned n, unsigned from
 #define RP_TSAN 1
 #endif
 
-/* Always inlined: frame 0 is then the function that called capture(). */
-static inline __attribute__((always_inline)) unsigned capture(uintptr_t *frames, unsigned max)
+/* Always inlined: frame 0 is then the function that called capture(). With fast set (the
+ * option fast_unwind) the frame-pointer walk is tried first (frame_walk.h). */
+static inline __attribute__((always_inline)) unsigned capture(uintptr_t *frames, unsigned max, int fast)
 {
+    if (fast) {
+        unsigned got = rp_frame_walk(frames, max, __builtin_frame_address(0));
+        if (got > 0)
+            return got;
+    }
     if (__builtin_expect(rp_san_enabled, 0))
         rp_san_quiet_begin();
 #ifndef RP_TSAN
@@ -232,11 +239,12 @@ static uint32_t store(const uintptr_t *frames, unsigned n, unsigned from, unsign
 
 __attribute__((noinline)) uint32_t rp_backtrace_program_stack(void)
 {
-    unsigned depth = rp_debug_config_get()->backtrace_depth;
+    const rp_debug_config *cfg = rp_debug_config_get();
+    unsigned depth = cfg->backtrace_depth;
     if (depth == 0)
         return 0;
     uintptr_t frames[CAPTURE_MAX];
-    unsigned n = capture(frames, depth + internal_frames);
+    unsigned n = capture(frames, depth + internal_frames, cfg->fast_unwind);
     return store(frames, n, after_entries(frames, n, 1, NULL), depth);
 }
 
@@ -247,7 +255,7 @@ __attribute__((noinline)) uint32_t rp_backtrace_report_stack(const char **entry_
     if (depth == 0)
         depth = REPORT_DEPTH_WHEN_OFF;
     uintptr_t frames[CAPTURE_MAX];
-    unsigned n = capture(frames, depth + internal_frames);
+    unsigned n = capture(frames, depth + internal_frames, 0); /* a report: the full unwinder */
     unsigned from = 1;
     for (unsigned i = 1; i < n; i++) {
         if (frames[i] - 1 >= report_fn.lo && frames[i] - 1 < report_fn.hi) {
@@ -269,11 +277,12 @@ __attribute__((noinline)) uint32_t rp_backtrace_report_stack(const char **entry_
 
 __attribute__((noinline)) uint32_t rp_stack_capture(unsigned skip)
 {
-    unsigned depth = rp_debug_config_get()->backtrace_depth;
+    const rp_debug_config *cfg = rp_debug_config_get();
+    unsigned depth = cfg->backtrace_depth;
     if (depth == 0 || skip >= CAPTURE_MAX)
         return 0;
     uintptr_t frames[CAPTURE_MAX];
     unsigned want = 1 + skip + depth;
-    unsigned n = capture(frames, want < CAPTURE_MAX ? want : CAPTURE_MAX);
+    unsigned n = capture(frames, want < CAPTURE_MAX ? want : CAPTURE_MAX, cfg->fast_unwind);
     return store(frames, n, 1 + skip, depth);
 }

@@ -31,6 +31,7 @@ static void config_init(void)
     c->alloc_fill_max = o->alloc_fill_max;
     c->quarantine_bytes = o->quarantine_bytes == RP_QUARANTINE_AUTO ? rp_debug_quarantine_auto() : o->quarantine_bytes;
     c->backtrace_depth = o->backtrace_depth;
+    c->fast_unwind = o->fast_unwind;
     c->check_interval = o->check_interval;
     c->abort_on_error = o->abort_on_error;
     c->leak_report = o->leak_report;

@@ -13,6 +13,7 @@ typedef struct rp_debug_config {
     size_t quarantine_bytes;       /* per-heap budget of freed bytes held back (resolved: never
                                       RP_QUARANTINE_AUTO) */
     unsigned backtrace_depth;      /* frames per stack, 0 = no stacks */
+    int fast_unwind;               /* allocation and free stacks by frame pointers (frame_walk.h) */
     unsigned long check_interval;  /* rp_heap_check every N operations per heap, 0 = off */
     int abort_on_error;            /* default handler: abort after a report (else continue) */
     int leak_report;               /* leak report for every heap at exit */

@@ -55,15 +55,25 @@ __attribute__((constructor)) static void register_atfork(void) { pthread_atfork(
 #define HASH_MASK 0xffffffffu
 #endif
 
+static inline uint64_t hash_step(uint64_t x, uintptr_t frame, uint64_t k)
+{
+    x = (x ^ frame) * k;
+    return (x << 29) | (x >> 35);
+}
+
+/* Two independent lanes (even and odd frames): every capture hashes its stack, and one
+ * chain of multiplications would wait on each product in turn. */
 static uint32_t hash_frames(const uintptr_t *frames, unsigned n)
 {
-    uint64_t x = 0x6a09e667f3bcc908ull ^ n;
-    for (unsigned i = 0; i < n; i++) {
-        x ^= frames[i];
-        x *= 0x9e3779b97f4a7c15ull;
-        x = (x << 29) | (x >> 35);
+    uint64_t even = 0x6a09e667f3bcc908ull ^ n, odd = 0xbb67ae8584caa73bull;
+    unsigned i = 0;
+    for (; i + 1 < n; i += 2) {
+        even = hash_step(even, frames[i], 0x9e3779b97f4a7c15ull);
+        odd = hash_step(odd, frames[i + 1], 0xc2b2ae3d27d4eb4full);
     }
-    return (uint32_t)rp_mix64(x) & HASH_MASK;
+    if (i < n)
+        even = hash_step(even, frames[i], 0x9e3779b97f4a7c15ull);
+    return (uint32_t)rp_mix64(even ^ ((odd << 17) | (odd >> 47))) & HASH_MASK;
 }
 
 static int same_frames(const rp_depot_record *s, uint32_t hash, const uintptr_t *frames, unsigned n)

@@ -96,6 +96,7 @@ static const ref_key ref_keys[] = {
     {"alloc_fill_max", R_SIZE, OFF(alloc_fill_max), 1ull << 46, "debug"},
     {"quarantine_bytes", R_SIZE, OFF(quarantine_bytes), 1ull << 40, "debug"},
     {"backtrace_depth", R_UINT, OFF(backtrace_depth), 64, "debug"},
+    {"fast_unwind", R_BOOL, OFF(fast_unwind), 1, "debug"},
     {"check_interval", R_ULONG, OFF(check_interval), ULONG_MAX, "debug"},
     {"on_error", R_MODE, OFF(abort_on_error), 1, "debug"},
     {"leak_report", R_BOOL, OFF(leak_report), 1, "debug"},

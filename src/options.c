@@ -57,6 +57,9 @@ static const opt_spec specs[] = {
     {"alloc_fill_max", OPT_SIZE, OFF(alloc_fill_max), (unsigned long long)1 << 46, FL_DEBUG, "debug: bytes of a fresh block (from its start) written with alloc_fill"},
     {"quarantine_bytes", OPT_SIZE, OFF(quarantine_bytes), (unsigned long long)1 << 40, FL_DEBUG, "debug: freed bytes held back (FIFO) before reuse (default 256M, at most an eighth of the RAM)"},
     {"backtrace_depth", OPT_UINT, OFF(backtrace_depth), 64, FL_DEBUG, "debug: frames recorded per allocation/free stack, 0 = off"},
+    {"fast_unwind", OPT_BOOL, OFF(fast_unwind), 1, FL_DEBUG,
+     "debug: record allocation and free stacks by walking frame pointers (ASan's default): much cheaper, but a stack "
+     "ends at the first function built without frame pointers; reports keep the full unwinder"},
     {"check_interval", OPT_ULONG, OFF(check_interval), ULONG_MAX, FL_DEBUG, "debug: run the heap checker every N operations, 0 = off"},
     {"on_error", OPT_ERROR_MODE, OFF(abort_on_error), 1, FL_DEBUG, "debug: abort (default) or continue after a report"},
     {"leak_report", OPT_BOOL, OFF(leak_report), 1, FL_DEBUG, "debug: print a leak report at exit"},

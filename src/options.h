@@ -56,6 +56,7 @@ typedef struct rp_options {
     size_t quarantine_bytes;   /* quarantine_bytes: freed bytes held back FIFO per heap (default
                                   256M, at most an eighth of the RAM) */
     unsigned backtrace_depth;  /* backtrace_depth: frames per stack, 0 = off (default 16, max 64) */
+    int fast_unwind;           /* fast_unwind: allocation/free stacks by frame pointers (default 0) */
     unsigned long check_interval; /* check_interval: rp_heap_check every N operations, 0 = off */
     int abort_on_error;        /* on_error: abort | continue (default abort) */
     int leak_report;           /* leak_report: leak report at exit (default 0) */

@@ -20,6 +20,7 @@
 #include "rampart_debug.h"
 #include "src/heap.h"
 #include "debug_testing.h"
+#include "stack_names.h"
 #include "testing.h"
 
 /* Memory the program may not touch under ASan (metadata, freed blocks): read and written
@@ -56,21 +57,7 @@ static int all_bytes(const void *p, long n, unsigned char v)
     return 1;
 }
 
-/* The function name of a code address (dladdr; the test is linked with -rdynamic). */
-static const char *function_of(uintptr_t pc)
-{
-    Dl_info info;
-    if (!dladdr((void *)(pc - 1), &info) || !info.dli_sname)
-        return "??";
-    return info.dli_sname;
-}
 
-static const char *top_frame(uint32_t stack, unsigned k)
-{
-    uintptr_t frames[RP_STACK_MAX_FRAMES];
-    unsigned n = rp_depot_get(stack, frames, RP_STACK_MAX_FRAMES);
-    return k < n ? function_of(frames[k]) : "";
-}
 
 __attribute__((noinline)) void *runtime_alloc_site(rp_heap *h, size_t n)
 {

@@ -40,7 +40,7 @@ typedef struct bench_allocator {
 } bench_allocator;
 
 /* The built-in rows (rpbench_alloc.c), then the rampart rows of --variant. */
-#define NBUILTIN 9
+#define NBUILTIN 10
 #define MAX_VARIANTS 6
 #define MAX_ALLOC (NBUILTIN + MAX_VARIANTS)
 
@@ -144,7 +144,8 @@ extern rpb_fig threads_cpu_fig[2][MAX_ALLOC][MAX_THREADS_LIST]; /* process CPU n
 extern rpb_fig grow_ms_fig[MAX_ALLOC][NGROW], grow_mib_fig[MAX_ALLOC][NGROW];
 extern rpb_fig program_wall_fig[MAX_ALLOC][MAX_PROGRAMS], program_cpu_fig[MAX_ALLOC][MAX_PROGRAMS];
 extern rpb_fig program_rss_fig[MAX_ALLOC][MAX_PROGRAMS];
-extern rpb_fig capture_fig; /* ns per stack capture of the debug flavour */
+extern rpb_fig capture_fig;      /* ns per stack capture of the debug flavour */
+extern rpb_fig capture_fast_fig; /* the same with fast_unwind=1 (the debug-fast row) */
 extern char program_skipped[MAX_PROGRAMS][280]; /* why a workload was not measured */
 
 /* The grid: every (size, alignment) pair. */

@@ -33,6 +33,9 @@ bench_allocator allocators[MAX_ALLOC] = {
      "dist/librampart_malloc_debug.so"},
     {"debug-nobt", "rp", "tools/rpbench_debug_worker", NULL, "backtrace_depth=0", 1,
      "debug flavour as above without stacks", "dist/librampart_malloc_debug.so"},
+    {"debug-fast", "rp", "tools/rpbench_debug_worker", NULL, "fast_unwind=1", 1,
+     "debug flavour as above, stacks read along frame pointers (fast_unwind=1, ASan's way)",
+     "dist/librampart_malloc_debug.so"},
     {"glibc-asan", "malloc", "tools/rpbench_asan_worker", NULL, NULL, 1,
      "glibc's malloc API in a worker built with -fsanitize=address (ASan's allocator); programs: gcc's "
      "libasan.so.8 by LD_PRELOAD",

@@ -205,6 +205,7 @@ int write_json(const char *path, const char *machine, const char *when, const ch
     int first = 1;
     fprintf(f, "  ");
     fig(f, &first, "capture_ns", &capture_fig);
+    fig(f, &first, "capture_fast_ns", &capture_fast_fig);
     fprintf(f, ",\n  \"allocators\": [");
     for (int a = 0; a < nalloc; a++)
         fprintf(f, "%s{\"name\": \"%s\", \"api\": \"%s\", \"options\": %s%s%s, \"active\": %s}", a ? ", " : "",

@@ -171,7 +171,7 @@ static void usage(FILE *f)
         fprintf(f, " %s", allocators[a].name);
     fprintf(f,
             "\n"
-            "  --debug             add the debug flavour's rows (debug, debug-nobt, glibc-asan)\n"
+            "  --debug             add the debug flavour's rows (debug, debug-nobt, debug-fast, glibc-asan)\n"
             "  --variant LIB[:OPTIONS]  add a rampart row: LIB release or debug (library), OPTIONS its\n"
             "                      RAMPART_OPTIONS, e.g. release:purge_delay_ms=0 or debug (repeatable)\n"
             "  --reps N            repetitions of every scenario (default: %d for seed, churn, pairs and\n"

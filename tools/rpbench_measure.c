@@ -23,7 +23,7 @@ rpb_fig threads_ops_fig[2][MAX_ALLOC][MAX_THREADS_LIST], threads_cpu_fig[2][MAX_
 rpb_fig grow_ms_fig[MAX_ALLOC][NGROW], grow_mib_fig[MAX_ALLOC][NGROW];
 rpb_fig program_wall_fig[MAX_ALLOC][MAX_PROGRAMS], program_cpu_fig[MAX_ALLOC][MAX_PROGRAMS],
     program_rss_fig[MAX_ALLOC][MAX_PROGRAMS];
-rpb_fig capture_fig;
+rpb_fig capture_fig, capture_fast_fig;
 rpb_fig grid_churn_fig[MAX_ALLOC][GRID_NSIZES][GRID_NALIGNS], grid_round_fig[MAX_ALLOC][GRID_NSIZES][GRID_NALIGNS],
     grid_flat_fig[MAX_ALLOC][GRID_NSIZES][GRID_NALIGNS];
 char program_skipped[MAX_PROGRAMS][280];
@@ -345,11 +345,11 @@ void measure_programs(void)
 
 /* ---- the debug flavour's stack capture ----------------------------------------------------- */
 
-void measure_capture(void)
+static void capture_of(const char *row, rpb_fig *fig)
 {
-    int dbg = peer_index("debug");
+    int dbg = peer_index(row);
     int nreps = reps_for(SC_SEED);
-    fig_reset(&capture_fig, dbg >= 0 ? nreps : 0);
+    fig_reset(fig, dbg >= 0 ? nreps : 0);
     if (dbg < 0)
         return;
     char out[256];
@@ -357,8 +357,14 @@ void measure_capture(void)
     for (int rep = 0; rep < nreps; rep++) {
         rpb_progress_step(SC_COUNT, "debug flavour: the cost of a stack capture");
         if (run_worker(dbg, args, 1, out, sizeof out) == 0)
-            capture_fig.v[rep] = strtod(out, NULL);
+            fig->v[rep] = strtod(out, NULL);
     }
+}
+
+void measure_capture(void)
+{
+    capture_of("debug", &capture_fig);
+    capture_of("debug-fast", &capture_fast_fig);
 }
 
 /* ---- the grid -------------------------------------------------------------------------------- */
@@ -481,8 +487,9 @@ void plan_progress(void)
         rpb_progress_plan(SC_PROGRAM, (long)rpb_nprograms * nprog * reps_for(SC_PROGRAM), 2.5);
     if (scenario_on[SC_GRID])
         rpb_progress_plan(SC_GRID, (long)GRID_NSIZES * reps_for(SC_GRID), 0.08 * GRID_NALIGNS * ngrid);
-    if (peer_index("debug") >= 0)
-        rpb_progress_plan(SC_COUNT, reps_for(SC_SEED), 0.1);
+    int captures = (peer_index("debug") >= 0) + (peer_index("debug-fast") >= 0);
+    if (captures > 0)
+        rpb_progress_plan(SC_COUNT, (long)captures * reps_for(SC_SEED), 0.1);
     if (scenario_on[SC_MBENCH] || scenario_on[SC_SECURITY])
         rpb_progress_plan(SC_COUNT + 1, 1, 60);
     if (scenario_on[SC_MBENCH]) {

@@ -305,8 +305,10 @@ static void print_programs(void)
     for (int a = 0; a < nalloc; a++)
         if (alloc_on[a] && allocators[a].program_preload && res_alloc[a].program_why[0])
             printf("  %s: not measured: %s\n", allocators[a].name, res_alloc[a].program_why);
-    static const char *const pairs[][2] = {{"rampart", "glibc"},    {"debug", "rampart"},   {"debug-nobt", "rampart"},
-                                           {"glibc-asan", "glibc"}, {"debug", "glibc-asan"}};
+    static const char *const pairs[][2] = {{"rampart", "glibc"},         {"debug", "rampart"},
+                                           {"debug-nobt", "rampart"},     {"glibc-asan", "glibc"},
+                                           {"debug", "glibc-asan"},       {"debug-fast", "glibc-asan"},
+                                           {"debug-nobt", "glibc-asan"}};
     int any = 0;
     for (size_t k = 0; k < sizeof pairs / sizeof pairs[0]; k++) {
         int x = program_index(pairs[k][0]), y = program_index(pairs[k][1]);
@@ -429,7 +431,8 @@ static void print_grid(void)
 static void print_debug(void)
 {
     static const char *const pairs[][2] = {
-        {"debug", "rp_alloc"}, {"debug-nobt", "rp_alloc"}, {"debug", "glibc-asan"}, {"glibc-asan", "glibc"}};
+        {"debug", "rp_alloc"},   {"debug-nobt", "rp_alloc"},      {"debug-fast", "rp_alloc"},
+        {"debug", "glibc-asan"}, {"debug-fast", "glibc-asan"}, {"glibc-asan", "glibc"}};
     int any = 0;
     for (size_t k = 0; k < sizeof pairs / sizeof pairs[0] && (scenario_on[SC_SEED] || scenario_on[SC_CHURN]); k++) {
         int x = peer_index(pairs[k][0]), y = peer_index(pairs[k][1]);
@@ -456,6 +459,9 @@ static void print_debug(void)
         printf("debug stack capture (rp_stack_capture, 16 of 20+ frames, depot hit): %.1f ns per stack; an allocation "
                "records one stack and its free another\n",
                cap);
+    double fast = fig_median(&capture_fast_fig);
+    if (fast >= 0)
+        printf("the same with fast_unwind=1 (frame pointers; the worker keeps them): %.1f ns per stack\n", fast);
     int pd = program_index("debug"), pr = program_index("rampart");
     if (pd >= 0 && pr >= 0 && scenario_on[SC_PROGRAM]) {
         int n = 0, over = 0;

@@ -11,7 +11,7 @@
 # cache, so flushes and refills happen all the time; the hardened profile; one block in 20
 # guarded) or "debug" (librampart_malloc_debug.so: every check with 16-frame stacks; no
 # quarantine and no stacks, so freed memory is reused at once and verified on reuse; one block
-# in 20 guarded).
+# in 20 guarded, with stacks read along frame pointers).
 set -u
 
 SO=$(readlink -f "$1")
@@ -20,7 +20,7 @@ FLAVOUR=${2:-release}
 case "$FLAVOUR" in
 release) CONFIGS=("stats=1" "stats=1:cache_bytes=0" "stats=1:cache_bytes=2K:arenas=2" "stats=1:hardened=1"
     "stats=1:guard=sample:20") ;;
-debug) CONFIGS=("stats=1" "stats=1:quarantine_bytes=0:backtrace_depth=0:arenas=2" "stats=1:guard=sample:20") ;;
+debug) CONFIGS=("stats=1" "stats=1:quarantine_bytes=0:backtrace_depth=0:arenas=2" "stats=1:guard=sample:20:fast_unwind=1") ;;
 *) echo "FAIL: unknown flavour '$FLAVOUR'"; exit 1 ;;
 esac
 TMP=${TEST_TMPDIR:-$(mktemp -d)}
