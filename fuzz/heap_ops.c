@@ -10,7 +10,7 @@
  *             bit 6 RP_HEAP_HUGE_PAGES (regions of 2 MiB and more are advised), bit 7 a purge
  *             delay of one hour (free memory beyond retain_bytes is kept: only trim returns it)
  *   shape[2]  bits 0-1 mapped_block_bytes: the default (32 MiB, beyond the cap), 2 MiB, 3 MiB
- *             or never (SIZE_MAX); bits 2-7 are ignored
+ *             or never (SIZE_MAX); bit 2 RP_HEAP_HUGE_PAGES_LATE; bits 3-7 are ignored
  * The heap is small and capped, so out-of-memory paths, region growth, retention and release
  * to the OS are all reached within a few operations. A second, plain heap receives blocks
  * moved by cross-heap realloc.
@@ -308,7 +308,7 @@ static void default_report_continues(void)
 static void do_edges(void)
 {
     static const rp_heap_config bad[] = {
-        {.large_threshold = 4095}, {.large_threshold = ((size_t)256 << 20) + 1}, {.flags = RP_HEAP_HARDENED << 1},
+        {.large_threshold = 4095}, {.large_threshold = ((size_t)256 << 20) + 1}, {.flags = RP_HEAP_HUGE_PAGES_LATE << 1},
         {.region_bytes = (size_t)1 << 40},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -388,6 +388,7 @@ static void run(fuzz_input *in)
     m->cfg.retain_bytes = (size_t)32 << (10 + ((shape1 >> 3) & 7));
     m->cfg.purge_delay_ms = (shape1 & 0x80) ? 3600000u : 0;
     m->cfg.mapped_block_bytes = mapped_block_bytes[shape2 & 3];
+    m->cfg.flags |= (shape2 & 4) ? RP_HEAP_HUGE_PAGES_LATE : 0;
     m->h = rp_heap_create(&m->cfg);
     EXPECT(m->h, "rp_heap_create failed (errno %d)", errno);
     rp_heap_stats_t st;

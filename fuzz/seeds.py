@@ -14,7 +14,7 @@ heap_ops input format (fuzz/heap_ops.c is the authority):
             bit 7 RP_HEAP_NO_OS
     shape1: bits 0-2 large_threshold = 4 KiB << v, bits 3-5 retain_bytes = 32 KiB << v,
             bit 6 RP_HEAP_HUGE_PAGES, bit 7 purge_delay_ms = one hour (the excess is kept)
-    shape2: bits 0-1 mapped_block_bytes = default (32 MiB), 2 MiB, 3 MiB, never
+    shape2: bits 0-1 mapped_block_bytes = default (32 MiB), 2 MiB, 3 MiB, never; bit 2 RP_HEAP_HUGE_PAGES_LATE
     then operations: an opcode byte (its low four bits; 15 does nothing yet) and its
     arguments, little-endian: 13 batch flags slot count size align (flags bit 0: free rather
     than allocate; bits 1-3: the free's stride - 1, 7 for -1; bits 4-6: one bad pointer, 1 twice in the

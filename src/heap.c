@@ -128,6 +128,10 @@ static void advise_region_huge_pages(const rp_region *r)
         rp_os_advise_huge_pages((void *)meta_huge, r->base - meta_huge);
 }
 
+/* Regions a heap with RP_HEAP_HUGE_PAGES_LATE must already hold before its next one is
+ * advised. */
+#define RP_HUGE_PAGES_LATE_FROM ((size_t)4 << 20)
+
 /* Unmaps an OS region that never joined a heap, with its cache marks. */
 static void region_unmap(rp_region *r)
 {
@@ -161,7 +165,8 @@ static int heap_grow(rp_heap *h, size_t npages, unsigned align_order)
      * the OS refuses the marks, the region's blocks are simply never cached. */
     if (h->flags & RP_HEAP_MALLOC_ARENA)
         r->cache_marks = rp_os_reserve(rp_region_marks_bytes(r), RP_PAGE_SIZE);
-    if (h->flags & RP_HEAP_HUGE_PAGES)
+    if ((h->flags & RP_HEAP_HUGE_PAGES) &&
+        (!(h->flags & RP_HEAP_HUGE_PAGES_LATE) || h->region_bytes >= RP_HUGE_PAGES_LATE_FROM))
         advise_region_huge_pages(r);
     /* If the OS refused to trim the alignment slack, the mapping is larger than planned:
      * it must still fit under the cap. */
@@ -342,7 +347,7 @@ static int config_valid(const rp_heap_config *c)
         return 0;
     if (c->region_bytes && c->region_bytes > RP_MAX_REGION * 64)
         return 0;
-    if (c->flags & ~(unsigned)(RP_HEAP_NO_OS | RP_HEAP_HUGE_PAGES | RP_HEAP_HARDENED))
+    if (c->flags & ~(unsigned)(RP_HEAP_NO_OS | RP_HEAP_HUGE_PAGES | RP_HEAP_HARDENED | RP_HEAP_HUGE_PAGES_LATE))
         return 0;
     if (c->purge_delay_ms > RP_MAX_PURGE_DELAY_MS)
         return 0;

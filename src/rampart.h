@@ -52,8 +52,8 @@ enum {
      * 2 MiB then costs one fault instead of 512, which dominates the cost of carving fresh
      * small blocks (their headers are written into fresh memory). The price is resident
      * memory in 2 MiB steps, and khugepaged may collapse partly decommitted ranges again;
-     * leave it off for heaps that must stay small. Caller regions are never advised. The
-     * malloc drop-in sets it unless RAMPART_OPTIONS has huge_pages=0. */
+     * leave it off for heaps that must stay small (or add RP_HEAP_HUGE_PAGES_LATE). Caller
+     * regions are never advised. */
     RP_HEAP_HUGE_PAGES = 1u << 1,
     /* The hardened profile: freed memory is wiped before anything else can get it, so no
      * secret outlives its block and a stale pointer reads zeros: a freed span block is
@@ -62,6 +62,12 @@ enum {
      * a small quarantine with randomised reuse, write-after-free checks, the next header's
      * check on free and guard pages between slab chunks (README, Hardening). */
     RP_HEAP_HARDENED = 1u << 2,
+    /* With RP_HEAP_HUGE_PAGES: only regions mapped once the heap already holds 4 MiB of
+     * regions are advised (regions double: the first advised one takes the heap past 7 MiB
+     * with the drop-in's 1 MiB first region). A heap that stays small keeps 4 KiB pages, where one huge page
+     * would be most of its resident memory; one that grows gets huge pages for the bulk. The
+     * malloc drop-in's arenas use both unless RAMPART_OPTIONS has huge_pages=0. */
+    RP_HEAP_HUGE_PAGES_LATE = 1u << 3,
 };
 
 /* Heap settings. Every field left 0 (or NULL) takes its default, so

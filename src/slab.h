@@ -89,6 +89,7 @@
 #define RP_SLAB_WORDS (RP_SLAB_MAX_BLOCKS / 64)           /* bitmap words per slab */
 #define RP_SLAB_CHUNK_SHIFT 22                            /* a pool's share of the space */
 #define RP_SLAB_CHUNK_BYTES ((size_t)1 << RP_SLAB_CHUNK_SHIFT)
+#define RP_SLAB_CHUNKS_BEFORE_HUGE 2 /* a pool's chunks taken before one is advised huge */
 #define RP_SLAB_CHUNK_SLABS (RP_SLAB_CHUNK_BYTES >> RP_SLAB_SHIFT) /* 64 */
 #define RP_SLAB_LEAD_GUARD RP_SLAB_CHUNK_BYTES /* inaccessible, just below base */
 
@@ -163,8 +164,9 @@ typedef struct rp_slab_space {
     size_t slabs_held;    /* SS3 */
     uint64_t releases;    /* slabs given back, cumulative (statistics) */
     uint64_t decommit_failures; /* releases whose MADV_DONTNEED the OS refused (kept resident) */
-    int advise_huge_pages; /* set before first use: a pool's chunks after its first are advised
-                              MADV_HUGEPAGE as it takes them */
+    int advise_huge_pages; /* set before first use: a pool's chunks after its first
+                              RP_SLAB_CHUNKS_BEFORE_HUGE are advised MADV_HUGEPAGE as it
+                              takes them */
     int guard_chunks;      /* set before first use: each chunk's last slab is never used and
                               made inaccessible when the chunk is first taken, so a linear
                               overflow out of a chunk faults (SS1: chunk_slabs excludes it) */

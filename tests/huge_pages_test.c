@@ -4,10 +4,12 @@
  * memory). What the kernel recorded is read back from /proc/self/smaps: a mapping advised
  * with MADV_HUGEPAGE carries "hg" among its VmFlags.
  *
+ * RP_HEAP_HUGE_PAGES_LATE leaves a heap's regions unadvised until it holds 4 MiB of them.
+ *
  * The same binary checks the malloc drop-in (linked in statically): its heaps and its slab
  * chunks are advised by default, and not with RAMPART_OPTIONS=huge_pages=0, but for an
- * arena's first region and first slab chunk, which never are; the argument "--malloc-on" or "--malloc-off" says which the BUILD target
- * set up. */
+ * arena's regions up to 4 MiB and first two slab chunks, which never are; the argument
+ * "--malloc-on" or "--malloc-off" says which the BUILD target set up. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
@@ -139,18 +141,33 @@ static void heap_flag_cases(void)
     rp_heap_destroy(c);
     munmap(mem, len);
 
+    /* Late: the first region (4 MiB) is not advised; one mapped once the heap holds it is. */
+    rp_heap_config late = {0};
+    late.flags = RP_HEAP_HUGE_PAGES | RP_HEAP_HUGE_PAGES_LATE;
+    CHECK(first_block_advised(&late) == 0);
+    rp_heap *l = rp_heap_create(&late);
+    REQUIRE(l);
+    void *first = rp_alloc(l, 100, 0);
+    void *grown = rp_alloc(l, (size_t)24 << 20, 0); /* a second region, of 32 MiB */
+    REQUIRE(first && grown);
+    CHECK(vma_has_flag(first, "hg") == 0);
+    CHECK(vma_has_flag(grown, "hg") == 1);
+    rp_free(grown);
+    rp_free(first);
+    rp_heap_destroy(l);
+
     /* An unknown flag bit is still refused. */
     rp_heap_config bad = {0};
-    bad.flags = RP_HEAP_HARDENED << 1;
+    bad.flags = RP_HEAP_HUGE_PAGES_LATE << 1;
     errno = 0;
     CHECK(rp_heap_create(&bad) == NULL && errno == EINVAL);
 }
 
 /* A new thread's cache gets an arena of its own (round-robin; this test's main thread has
  * arena 0). Its first region is smaller than a huge page and not advised: a thread that
- * allocates little faults in only what it touches. Once the thread has outgrown it, blocks
- * come from regions of 2 MiB and more, advised as arena 0's are (when the drop-in's option
- * is on). */
+ * allocates little faults in only what it touches. Once the arena holds 4 MiB of regions (1,
+ * 2 and 4 MiB: past 7 MiB of blocks), blocks come from regions advised as arena 0's are (when
+ * the drop-in's option is on). */
 typedef struct thread_result {
     int first_advised, later_advised;
     char heap[32];
@@ -170,8 +187,8 @@ static void *thread_arena_body(void *arg)
     rp_heap_stats_t st;
     if (owner && rp_heap_stats(owner, &st) == 0 && st.regions == 1)
         res->first_region_bytes = st.region_bytes;
-    /* 3 MiB of small blocks: past the 1 MiB first region, into the 2 MiB and 4 MiB ones. */
-    enum { N = 3 * 512 };
+    /* 10 MiB of small blocks: past the 1, 2 and 4 MiB regions, into the 8 MiB one. */
+    enum { N = 10 * 512 };
     static void *blocks[N];
     for (int i = 0; i < N; i++)
         blocks[i] = malloc(2000);
@@ -188,7 +205,7 @@ static void thread_arena_cases(int expect)
     pthread_t t;
     REQUIRE(pthread_create(&t, NULL, thread_arena_body, &res) == 0);
     REQUIRE(pthread_join(t, NULL) == 0);
-    printf("thread's arena %s: first region %zu bytes, advised %d; after 3 MiB: advised %d\n", res.heap,
+    printf("thread's arena %s: first region %zu bytes, advised %d; after 10 MiB: advised %d\n", res.heap,
            res.first_region_bytes, res.first_advised, res.later_advised);
     CHECKF(strcmp(res.heap, "malloc-0") != 0 && strncmp(res.heap, "malloc-", 7) == 0,
            "a new thread allocates from an arena of its own, not %s", res.heap);
@@ -227,27 +244,35 @@ int main(int argc, char **argv)
         CHECKF(vma_has_flag(p, "hg") == 0, "arena 0's first region advised: %d (RAMPART_OPTIONS=%s)",
                vma_has_flag(p, "hg"), getenv("RAMPART_OPTIONS") ? getenv("RAMPART_OPTIONS") : "");
         thread_arena_cases(expect);
-        /* The slab space follows the same option, per arena: its first chunk of slabs is
-         * never advised (a few small blocks fault in 4 KiB pages), the following ones are. */
+        /* The slab space follows the same option, per arena: its first two chunks of slabs
+         * are never advised (a few small blocks fault in 4 KiB pages), the following ones are. */
         void *small = malloc(100);
         REQUIRE(small);
         int slab = rp_heap_of(small) == NULL;
         printf("malloc(100) = %p, %s\n", small, slab ? "a slab block" : "a span block");
         CHECKF(slab, "malloc(100) is not a slab block");
         CHECKF(vma_has_flag(small, "hg") == 0, "an arena's first slab chunk advised: %d", vma_has_flag(small, "hg"));
-        enum { MANY = 2 * (RP_SLAB_CHUNK_BYTES / 1000) };
+        enum { MANY = 3 * (RP_SLAB_CHUNK_BYTES / 1000) };
         static void *many[MANY];
-        size_t later = MANY;
+        size_t second = MANY, third = MANY;
         for (size_t i = 0; i < MANY; i++) {
             many[i] = malloc(1000);
             REQUIRE(many[i] && rp_heap_of(many[i]) == NULL);
-            if (later == MANY && (uintptr_t)many[i] >> RP_SLAB_CHUNK_SHIFT != (uintptr_t)small >> RP_SLAB_CHUNK_SHIFT)
-                later = i;
+            uintptr_t chunk = (uintptr_t)many[i] >> RP_SLAB_CHUNK_SHIFT, first_chunk = (uintptr_t)small >> RP_SLAB_CHUNK_SHIFT;
+            if (chunk == first_chunk)
+                continue;
+            if (second == MANY)
+                second = i;
+            else if (third == MANY && chunk != (uintptr_t)many[second] >> RP_SLAB_CHUNK_SHIFT)
+                third = i;
         }
-        REQUIRE(later < MANY);
-        printf("malloc(1000) = %p, a slab block of the arena's next chunk\n", many[later]);
-        CHECKF(vma_has_flag(many[later], "hg") == expect, "an arena's second slab chunk advised: %d, expected %d",
-               vma_has_flag(many[later], "hg"), expect);
+        REQUIRE(second < MANY && third < MANY);
+        printf("malloc(1000) = %p and %p, slab blocks of the arena's second and third chunks\n", many[second],
+               many[third]);
+        CHECKF(vma_has_flag(many[second], "hg") == 0, "an arena's second slab chunk advised: %d",
+               vma_has_flag(many[second], "hg"));
+        CHECKF(vma_has_flag(many[third], "hg") == expect, "an arena's third slab chunk advised: %d, expected %d",
+               vma_has_flag(many[third], "hg"), expect);
         for (size_t i = 0; i < MANY; i++)
             free(many[i]);
         free(small);

@@ -3,8 +3,8 @@
  * nothing else is (interior pointers, tails, free blocks, slabs not in use); taking fresh
  * blocks touches no block memory; empty slabs are kept up to keep_empty, then released with
  * their memory; a full space says so; a model-based random run against a shadow map checks
- * every invariant after every operation; a pool's chunks after its first are advised huge
- * pages, its first is not; and the checkers name damage of each invariant. */
+ * every invariant after every operation; a pool's chunks after its first two are advised
+ * huge pages, its first two are not; and the checkers name damage of each invariant. */
 #define _GNU_SOURCE
 #include <stdint.h>
 #include <stdio.h>
@@ -291,8 +291,9 @@ static void test_exhaustion(void)
     CHECK(rp_slab_space_init(&s, RP_SLAB_BYTES - 16) == -1);
 }
 
-/* Huge page advice: a pool's first chunk keeps 4 KiB pages, its later ones are advised; a
- * second pool's first chunk is not. (Skipped where the kernel has no transparent huge pages.) */
+/* Huge page advice: a pool's first RP_SLAB_CHUNKS_BEFORE_HUGE chunks keep 4 KiB pages, its
+ * later ones are advised; a second pool's first chunk is not. (Skipped where the kernel has
+ * no transparent huge pages.) */
 static void test_huge_page_advice(void)
 {
     void *probe = mmap(NULL, 4 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -300,25 +301,26 @@ static void test_huge_page_advice(void)
     int thp = madvise(probe, 4 << 20, MADV_HUGEPAGE) == 0;
     munmap(probe, 4 << 20);
     rp_slab_space s;
-    REQUIRE(rp_slab_space_init(&s, 3 * RP_SLAB_CHUNK_BYTES) == 0);
+    _Static_assert(RP_SLAB_CHUNKS_BEFORE_HUGE == 2, "the case below takes two chunks first");
+    REQUIRE(rp_slab_space_init(&s, 4 * RP_SLAB_CHUNK_BYTES) == 0);
     s.advise_huge_pages = 1;
     rp_slab_pool a, b;
     rp_slab_pool_init(&a, &s, 0);
     rp_slab_pool_init(&b, &s, 0);
     void *first;
-    for (size_t i = 0; i <= RP_SLAB_CHUNK_SLABS; i++) /* a whole chunk, and one slab of the next */
+    for (size_t i = 0; i <= 2 * RP_SLAB_CHUNK_SLABS; i++) /* two whole chunks, one slab of the next */
         CHECK(rp_slab_take_fresh(&a, 62, RP_SLAB_MAX_BLOCKS, &first) >= 64);
-    CHECK(a.chunk == 2 && a.chunks_taken == 2);
+    CHECK(a.chunk == 3 && a.chunks_taken == 3);
     CHECK(rp_slab_take_fresh(&b, 0, 1, &first) == 1);
-    CHECK(b.chunk == 3 && b.chunks_taken == 1);
+    CHECK(b.chunk == 4 && b.chunks_taken == 1);
     check_all(&s, &a, "huge page advice");
-    uintptr_t c0 = s.base, c1 = c0 + RP_SLAB_CHUNK_BYTES, c2 = c1 + RP_SLAB_CHUNK_BYTES;
+    uintptr_t c0 = s.base, c2 = c0 + 2 * RP_SLAB_CHUNK_BYTES, c3 = c2 + RP_SLAB_CHUNK_BYTES;
     if (thp) {
-        CHECKF(vma_range_has_flag(c0, c1, "hg") == 0, "a pool's first chunk advised: %d",
-               vma_range_has_flag(c0, c1, "hg"));
-        CHECKF(vma_range_has_flag(c1, c2, "hg") == 1, "a pool's second chunk not advised: %d",
-               vma_range_has_flag(c1, c2, "hg"));
-        CHECKF(vma_range_has_flag(c2, c2 + RP_SLAB_CHUNK_BYTES, "hg") == 0, "another pool's first chunk advised");
+        CHECKF(vma_range_has_flag(c0, c2, "hg") == 0, "a pool's first two chunks advised: %d",
+               vma_range_has_flag(c0, c2, "hg"));
+        CHECKF(vma_range_has_flag(c2, c3, "hg") == 1, "a pool's third chunk not advised: %d",
+               vma_range_has_flag(c2, c3, "hg"));
+        CHECKF(vma_range_has_flag(c3, c3 + RP_SLAB_CHUNK_BYTES, "hg") == 0, "another pool's first chunk advised");
     }
     /* Not asked for: nothing advised. */
     rp_slab_pool_reset(&a);
