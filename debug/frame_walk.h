@@ -7,7 +7,13 @@
  * on the current thread's stack, between the walk's first frame and the stack's top, and to
  * rise, before anything is read through it: a stale or foreign frame pointer ends the walk,
  * it is never followed. The debug flavour's own objects are built with frame pointers, so
- * the walk crosses rampart's frames to the program's call site in every case. */
+ * the walk crosses rampart's frames to the program's call site in every case.
+ *
+ * The stack's top is known for threads glibc created and the initial thread. A program that
+ * runs code on stacks of its own (coroutines switched with swapcontext, threads made by a raw
+ * clone sharing their creator's thread pointer) can put its frames below a top that is not
+ * theirs, with unmapped memory in between: leave fast_unwind off for such programs, as for
+ * ASan's fast unwinder, which trusts frame pointers the same way. */
 #ifndef RP_DEBUG_FRAME_WALK_H
 #define RP_DEBUG_FRAME_WALK_H
 
