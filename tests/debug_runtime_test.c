@@ -424,12 +424,6 @@ __attribute__((noinline)) uint32_t capture_top(unsigned skip)
     KEEP_FRAME();
     return id;
 }
-__attribute__((noinline)) uint32_t capture_deep(unsigned levels)
-{
-    uint32_t id = levels ? capture_deep(levels - 1) : rp_stack_capture(0);
-    KEEP_FRAME();
-    return id;
-}
 
 static int count_stack(uint32_t id, const uintptr_t *frames, unsigned n, void *arg)
 {
@@ -457,7 +451,7 @@ static void check_depot(void)
     uint32_t b = capture_top(1);
     CHECK(b != a && strcmp(top_frame(b, 0), "capture_middle") == 0);
     uintptr_t frames[RP_STACK_MAX_FRAMES];
-    CHECK(rp_depot_get(capture_deep(40), frames, RP_STACK_MAX_FRAMES) == 16); /* backtrace_depth */
+    CHECK(rp_depot_get(capture_at_depth(40), frames, RP_STACK_MAX_FRAMES) == 16); /* backtrace_depth */
 
     uintptr_t mine[3] = {0x1000, 0x2000, 0x3000};
     size_t before = rp_depot_count();
