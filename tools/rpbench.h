@@ -32,15 +32,19 @@ typedef struct bench_allocator {
     const char *worker;  /* worker binary, runfiles-relative; NULL = rpbench itself */
     const char *preload; /* library for LD_PRELOAD: absolute or runfiles-relative; NULL = none */
     const char *options; /* RAMPART_OPTIONS for the worker and for programs; NULL = unset */
-    int debug_row;       /* measured only with --debug (or when named in --allocators) */
+    int debug_row;       /* 1: measured only with --debug (or when named in --allocators); 2: only
+                            when named in --allocators (too slow for every --debug run) */
     const char *what;    /* one line for the header */
     /* Whole programs (program scenario, the suite): the library they get in LD_PRELOAD
      * (absolute or runfiles-relative), "" = none (the system malloc), NULL = runs no programs. */
     const char *program_preload;
+    /* ASAN_OPTIONS for the row's worker and programs, after detect_leaks=0 (NULL = that
+     * alone): an ASan row with other settings. */
+    const char *asan_options;
 } bench_allocator;
 
 /* The built-in rows (rpbench_alloc.c), then the rampart rows of --variant. */
-#define NBUILTIN 10
+#define NBUILTIN 11
 #define MAX_VARIANTS 6
 #define MAX_ALLOC (NBUILTIN + MAX_VARIANTS)
 

@@ -18,28 +18,31 @@
  * The thread scenarios run for "malloc" rows only. */
 bench_allocator allocators[MAX_ALLOC] = {
     {"rampart", "malloc", NULL, "dist/librampart_malloc.so", NULL, 0,
-     "librampart_malloc.so by LD_PRELOAD (thread caches + arenas)", "dist/librampart_malloc.so"},
-    {"glibc", "malloc", NULL, NULL, NULL, 0, "the system malloc (glibc ptmalloc2)", ""},
+     "librampart_malloc.so by LD_PRELOAD (thread caches + arenas)", "dist/librampart_malloc.so", NULL},
+    {"glibc", "malloc", NULL, NULL, NULL, 0, "the system malloc (glibc ptmalloc2)", "", NULL},
     {"jemalloc", "malloc", NULL, "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2", NULL, 0, "libjemalloc2 by LD_PRELOAD",
-     "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"},
+     "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2", NULL},
     {"mimalloc", "malloc", NULL, "/usr/lib/x86_64-linux-gnu/libmimalloc.so.2", NULL, 0,
-     "libmimalloc2.0 by LD_PRELOAD", "/usr/lib/x86_64-linux-gnu/libmimalloc.so.2"},
+     "libmimalloc2.0 by LD_PRELOAD", "/usr/lib/x86_64-linux-gnu/libmimalloc.so.2", NULL},
     {"tcmalloc", "malloc", NULL, "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4", NULL, 0,
-     "libtcmalloc-minimal4 by LD_PRELOAD", "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4"},
-    {"rp_alloc", "rp", NULL, NULL, NULL, 0, "rampart's own API: rp_alloc/rp_free on one heap, no caches", NULL},
+     "libtcmalloc-minimal4 by LD_PRELOAD", "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4", NULL},
+    {"rp_alloc", "rp", NULL, NULL, NULL, 0, "rampart's own API: rp_alloc/rp_free on one heap, no caches", NULL, NULL},
     {"debug", "rp", "tools/rpbench_debug_worker", NULL, "", 1,
      "debug flavour, every check on (cookies, poisoning, 4 MiB quarantine, 16-frame stacks): rp_alloc/rp_free; "
      "programs: librampart_malloc_debug.so by LD_PRELOAD",
-     "dist/librampart_malloc_debug.so"},
+     "dist/librampart_malloc_debug.so", NULL},
     {"debug-nobt", "rp", "tools/rpbench_debug_worker", NULL, "backtrace_depth=0", 1,
-     "debug flavour as above without stacks", "dist/librampart_malloc_debug.so"},
+     "debug flavour as above without stacks", "dist/librampart_malloc_debug.so", NULL},
     {"debug-fast", "rp", "tools/rpbench_debug_worker", NULL, "fast_unwind=1", 1,
      "debug flavour as above, stacks read along frame pointers (fast_unwind=1, ASan's way)",
-     "dist/librampart_malloc_debug.so"},
+     "dist/librampart_malloc_debug.so", NULL},
     {"glibc-asan", "malloc", "tools/rpbench_asan_worker", NULL, NULL, 1,
      "glibc's malloc API in a worker built with -fsanitize=address (ASan's allocator); programs: gcc's "
      "libasan.so.8 by LD_PRELOAD",
-     "/usr/lib/x86_64-linux-gnu/libasan.so.8"},
+     "/usr/lib/x86_64-linux-gnu/libasan.so.8", NULL},
+    {"glibc-asan-full", "malloc", "tools/rpbench_asan_worker", NULL, NULL, 2,
+     "as glibc-asan, with full malloc and free stacks (fast_unwind_on_malloc=0: the stacks debug records)",
+     "/usr/lib/x86_64-linux-gnu/libasan.so.8", "fast_unwind_on_malloc=0"},
 };
 int nalloc = NBUILTIN;
 resolved res_alloc[MAX_ALLOC];
@@ -154,7 +157,7 @@ int rpb_add_variant(const char *spec)
     allocators[nalloc] = (bench_allocator){variant_names[v], "malloc", NULL, lib, opts ? variant_options[v] : NULL, 0,
                                            debug ? "librampart_malloc_debug.so by LD_PRELOAD with RAMPART_OPTIONS as named"
                                                  : "librampart_malloc.so by LD_PRELOAD with RAMPART_OPTIONS as named",
-                                           lib};
+                                           lib, NULL};
     alloc_on[nalloc++] = 1;
     return 0;
 }

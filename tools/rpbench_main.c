@@ -171,7 +171,8 @@ static void usage(FILE *f)
         fprintf(f, " %s", allocators[a].name);
     fprintf(f,
             "\n"
-            "  --debug             add the debug flavour's rows (debug, debug-nobt, debug-fast, glibc-asan)\n"
+            "  --debug             add the debug flavour's rows (debug, debug-nobt, debug-fast, glibc-asan;\n"
+            "                      glibc-asan-full, ASan with full stacks, only when named)\n"
             "  --variant LIB[:OPTIONS]  add a rampart row: LIB release or debug (library), OPTIONS its\n"
             "                      RAMPART_OPTIONS, e.g. release:purge_delay_ms=0 or debug (repeatable)\n"
             "  --reps N            repetitions of every scenario (default: %d for seed, churn, pairs and\n"
@@ -310,10 +311,10 @@ static int settle(const cli *c)
 {
     if (!c->named) {
         for (int a = 0; a < NBUILTIN; a++)
-            alloc_on[a] = c->debug_rows || !allocators[a].debug_row;
+            alloc_on[a] = !allocators[a].debug_row || (c->debug_rows && allocators[a].debug_row == 1);
     } else if (c->debug_rows) {
         for (int a = 0; a < NBUILTIN; a++)
-            alloc_on[a] |= allocators[a].debug_row;
+            alloc_on[a] |= allocators[a].debug_row == 1;
     }
     for (int a = NBUILTIN; a < nalloc; a++) /* a variant is measured whenever it is given */
         alloc_on[a] = 1;

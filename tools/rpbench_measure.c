@@ -69,6 +69,9 @@ static int run_worker(int a, const char *const *args, int nargs, char *out, size
             setenv("RAMPART_OPTIONS", allocators[a].options, 1);
         else
             unsetenv("RAMPART_OPTIONS");
+        char asan[256];
+        rpb_asan_options(allocators[a].asan_options, asan, sizeof asan);
+        setenv("ASAN_OPTIONS", asan, 1);
         const char *argv[16];
         int n = 0;
         argv[n++] = r->worker;
@@ -303,7 +306,7 @@ void measure_programs(void)
             exe[p][0] = 0;
             continue;
         }
-        if (rpb_program_run(p, exe[p], dir, NULL, NULL, &run) != 0) {
+        if (rpb_program_run(p, exe[p], dir, NULL, NULL, NULL, &run) != 0) {
             snprintf(program_skipped[p], sizeof program_skipped[p], "fails on the system malloc: %s", run.error);
             exe[p][0] = 0;
             continue;
@@ -323,7 +326,8 @@ void measure_programs(void)
                          allocators[a].name, rep + 1, nreps);
                 rpb_progress_step(SC_PROGRAM, msg);
                 rpb_run run;
-                int rc = rpb_program_run(p, exe[p], dir, res_alloc[a].program_preload, allocators[a].options, &run);
+                int rc = rpb_program_run(p, exe[p], dir, res_alloc[a].program_preload, allocators[a].options,
+                                         allocators[a].asan_options, &run);
                 if (rc == 0 && run.output_hash != expected[p])
                     snprintf(run.error, sizeof run.error, "output differs from the system malloc's");
                 if (rc != 0 || run.error[0]) {

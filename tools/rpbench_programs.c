@@ -155,8 +155,13 @@ static int trouble_in(const char *path, char *out, size_t len)
     return found;
 }
 
+void rpb_asan_options(const char *extra, char *buf, size_t len)
+{
+    snprintf(buf, len, "detect_leaks=0%s%s", extra ? ":" : "", extra ? extra : "");
+}
+
 int rpb_program_run(int p, const char *exe, const char *dir, const char *preload, const char *options,
-                    rpb_run *out)
+                    const char *asan_options, rpb_run *out)
 {
     const rpb_program *w = &rpb_programs[p];
     memset(out, 0, sizeof *out);
@@ -168,7 +173,9 @@ int rpb_program_run(int p, const char *exe, const char *dir, const char *preload
     unlink(db); /* every run builds its database from nothing */
     const char *env[8];
     int n = 0;
-    env[n++] = "ASAN_OPTIONS=detect_leaks=0";
+    char asan[256] = "ASAN_OPTIONS=";
+    rpb_asan_options(asan_options, asan + strlen(asan), sizeof asan - strlen(asan));
+    env[n++] = asan;
     for (int i = 0; w->env[i] && n < 7; i++)
         env[n++] = w->env[i];
     env[n] = NULL;

@@ -41,11 +41,15 @@ typedef struct rpb_run {
     char error[240];       /* why the run failed ("" = it did not) */
 } rpb_run;
 
+/* Writes the ASAN_OPTIONS value of a row into buf: detect_leaks=0 (an ASan runtime in
+ * LD_PRELOAD must not report the program's leaks), then extra (NULL = nothing) after a ':'. */
+void rpb_asan_options(const char *extra, char *buf, size_t len);
+
 /* Runs workload p (executable exe) once in dir with LD_PRELOAD=preload (NULL or "" = none),
- * RAMPART_OPTIONS=options (NULL = unset) and ASAN_OPTIONS set so that an ASan runtime in
- * LD_PRELOAD does not report the program's leaks. Fails (error set, -1) when the program fails,
- * the library could not be preloaded, or an allocator printed an error report. */
+ * RAMPART_OPTIONS=options (NULL = unset) and ASAN_OPTIONS from rpb_asan_options(asan_options).
+ * Fails (error set, -1) when the program fails, the library could not be preloaded, or an
+ * allocator printed an error report. */
 int rpb_program_run(int p, const char *exe, const char *dir, const char *preload, const char *options,
-                    rpb_run *out);
+                    const char *asan_options, rpb_run *out);
 
 #endif

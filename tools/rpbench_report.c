@@ -308,7 +308,7 @@ static void print_programs(void)
     static const char *const pairs[][2] = {{"rampart", "glibc"},         {"debug", "rampart"},
                                            {"debug-nobt", "rampart"},     {"glibc-asan", "glibc"},
                                            {"debug", "glibc-asan"},       {"debug-fast", "glibc-asan"},
-                                           {"debug-nobt", "glibc-asan"}};
+                                           {"debug-nobt", "glibc-asan"},  {"debug", "glibc-asan-full"}};
     int any = 0;
     for (size_t k = 0; k < sizeof pairs / sizeof pairs[0]; k++) {
         int x = program_index(pairs[k][0]), y = program_index(pairs[k][1]);
