@@ -6,7 +6,7 @@
 #       processes (default: the number of cores), merges the inputs that add coverage into
 #       fuzz/corpus/ (-merge=1), then prints the coverage summary. A crash stops with the
 #       reproducer; an input still running after 300 s is a hang (30 s in the --ci and --mutants
-#       runs). One-hour campaigns: tools/fuzz.sh --time 3600 heap_ops heap_ops_debug
+#       runs, 120 s in the --ci --tsan run). One-hour campaigns: tools/fuzz.sh --time 3600 heap_ops heap_ops_debug
 #   tools/fuzz.sh --tsan [--time N] [--jobs J] [TARGET...]
 #       The same campaign (or with --ci, the CI run) built with --config=fuzz_tsan:
 #       ThreadSanitizer instead of ASan, for the threaded target (default: malloc_threads).
@@ -180,7 +180,11 @@ run_fuzzer() {
     # the planted bugs; a long campaign, which may run at a low priority next to other work
     # (nice 19 gets a few percent of a busy CPU), allows 300 s (inputs that take a second alone
     # were stopped after 40 s there).
+    # ThreadSanitizer runs the threaded target's 2-4 threads many times slower, and CI runs two
+    # such fuzzers on 2 CPUs: an input that runs in 0.6 s alone took over 30 s in a loaded CI
+    # run, so they get 120 s (a deadlock still stops there).
     local unit_timeout=30
+    [ "$tsan" -eq 1 ] && unit_timeout=120
     [ "$mode" = campaign ] && unit_timeout=300
     for ((i = 0; i < procs; i++)); do
         [ "$mode" = ci ] && seed_args=("-seed=$((i + 1))")
