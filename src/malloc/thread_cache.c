@@ -41,6 +41,12 @@ static rp_tcache *all_caches;            /* under caches_lock */
 static uint64_t retired_refills, retired_flushes; /* of torn-down caches; under caches_lock */
 static rp_tc_counts retired_counts;               /* of torn-down caches; under caches_lock */
 static uint64_t caches_made;                      /* under caches_lock: numbers the clocks */
+/* Mappings of caches whose threads exited, kept for the threads that start next: a program
+ * that runs a thread per task would otherwise map one and unmap it per thread. All caches
+ * have the same size (the cap is fixed at set-up). Under caches_lock. */
+#define RP_TC_SPARES 8
+static rp_tcache *spare_caches[RP_TC_SPARES];
+static unsigned spare_count;
 
 static void tc_thread_exit(void *arg);
 
@@ -108,9 +114,20 @@ static rp_tcache *tc_create(void)
      * default cap) is written only as far as the bins fill, so a thread that caches little
      * faults in a few pages of it, and the arena's first huge page is left whole for spans. */
     size_t map_bytes = rp_align_up(sizeof(rp_tcache) + slots * sizeof(void *), RP_OS_PAGE);
-    rp_tcache *tc = rp_os_map(map_bytes);
-    if (!tc)
-        return NULL;
+    rp_tcache *tc = NULL;
+    pthread_mutex_lock(&caches_lock);
+    if (spare_count)
+        tc = spare_caches[--spare_count];
+    pthread_mutex_unlock(&caches_lock);
+    if (tc) {
+        /* The slot store keeps the old thread's pointers: every bin starts empty (T2, T3)
+         * and no slot at or past a bin's count is ever read. */
+        memset(tc, 0, sizeof *tc);
+    } else {
+        tc = rp_os_map(map_bytes);
+        if (!tc)
+            return NULL;
+    }
     tc->map_bytes = map_bytes;
     tc->block_key = *rp_arena_key();
     tc->cap = cache_cap;
@@ -631,8 +648,13 @@ static void tc_thread_exit(void *arg)
     pthread_mutex_lock(&caches_lock);
     tc_unlink_locked(tc);
     retire_locked(tc);
+    if (spare_count < RP_TC_SPARES) {
+        spare_caches[spare_count++] = tc;
+        tc = NULL;
+    }
     pthread_mutex_unlock(&caches_lock);
-    rp_os_unmap(tc, tc->map_bytes);
+    if (tc)
+        rp_os_unmap(tc, tc->map_bytes);
 }
 
 void rp_tc_counts_sum(rp_tc_counts *out)
