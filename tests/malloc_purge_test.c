@@ -2,7 +2,8 @@
  * the same name): by default, memory a program frees beyond retain_bytes stays resident for
  * the delay, so a burst freed and allocated again reuses its pages; with purge_delay_ms=0 it
  * goes back to the OS as it is freed; malloc_trim gives it back at once either way.
- * Run as "--delayed" with the default options and "--at-once" with purge_delay_ms=0; no
+ * Run as "--delayed" with the default options, "--at-once" with purge_delay_ms=0 and
+ * "--keep-none" with retain_bytes=0 as well (nothing kept: every freed page goes back); no
  * timing (the default delay, 10 s, is never reached here). White-box: arena 0's counters. */
 #define _GNU_SOURCE
 #include <malloc.h>
@@ -31,8 +32,9 @@ static void burst(void)
 
 int main(int argc, char **argv)
 {
-    REQUIRE(argc == 2 && (strcmp(argv[1], "--delayed") == 0 || strcmp(argv[1], "--at-once") == 0));
-    int delayed = strcmp(argv[1], "--delayed") == 0;
+    REQUIRE(argc == 2 && (strcmp(argv[1], "--delayed") == 0 || strcmp(argv[1], "--at-once") == 0 ||
+                          strcmp(argv[1], "--keep-none") == 0));
+    int delayed = strcmp(argv[1], "--delayed") == 0, keep_none = strcmp(argv[1], "--keep-none") == 0;
     test_malloc_free(1); /* sets the drop-in up */
     rp_heap *arena = rp_arena_get(0);
     REQUIRE(arena != NULL);
@@ -49,6 +51,9 @@ int main(int argc, char **argv)
         burst();
         rp_heap_stats(arena, &st);
         CHECK(st.os_released == 0 && st.os_bytes == os);
+    } else if (keep_none) {
+        CHECK(st.os_released >= (size_t)BLOCKS * BLOCK);
+        CHECK(st.page_dirty_bytes == 0);
     } else {
         CHECK(st.os_released >= (size_t)(BLOCKS * BLOCK) - ((size_t)32 << 20));
         CHECK(st.page_dirty_bytes <= ((size_t)32 << 20));

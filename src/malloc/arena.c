@@ -56,7 +56,9 @@ static rp_heap *arena_create_locked(unsigned i)
     snprintf(name, sizeof name, "malloc-%u", i);
     rp_heap_config cfg = {0};
     cfg.name = name;
-    cfg.retain_bytes = rp_options_get()->retain_bytes;
+    /* 0 in a heap config means the default (32 MiB); the option's 0 means none kept, which
+     * one byte gives (the limit counts whole pages). */
+    cfg.retain_bytes = rp_options_get()->retain_bytes ? rp_options_get()->retain_bytes : 1;
     cfg.purge_delay_ms = rp_options_get()->purge_delay_ms;
     /* The default (0 here) adapts to the program's frees (mapped_block.h). */
     size_t mapped = rp_options_get()->mapped_block_bytes;
