@@ -211,7 +211,7 @@ void fit_after(heap_model *m, const fit_probe *p, const void *result, size_t siz
                size, align, p->host, p->host_size, p->need);
 }
 
-/* ---- the retention oracle (heap.h RT1-RT4) ----------------------------------------------------- */
+/* ---- the retention oracle (heap.h RT1-RT5) ----------------------------------------------------- */
 
 void retention_before(heap_model *m, const void *p, retention_probe *r)
 {
@@ -221,6 +221,7 @@ void retention_before(heap_model *m, const void *p, retention_probe *r)
     r->dirty = st.page_dirty_bytes;
     r->released = st.os_released;
     r->os_bytes = st.os_bytes;
+    r->resident_pages = m->h->pages.resident_pages;
     rp_region *reg = p ? rp_pagemap_lookup(p) : NULL;
     r->mapped = reg && rp_region_is_mapped_block(reg);
     r->os_calls = rp_os_calls();
@@ -250,6 +251,18 @@ void retention_after(const retention_probe *r, int plain_free, const char *what)
         EXPECT(st.page_dirty_bytes >= r->dirty, "RT3: %s shrank the dirty free pages from %zu to %zu within the purge delay",
                what, r->dirty, st.page_dirty_bytes);
     }
+}
+
+void retention_after_take(const retention_probe *r, const char *what)
+{
+    heap_model *m = r->m;
+    if (injection_armed(r->os_calls) || m->h->pages.resident_pages <= r->resident_pages)
+        return;
+    rp_heap_stats_t st;
+    rp_heap_stats(m->h, &st);
+    EXPECT(st.page_dirty_bytes <= m->h->retain_bytes,
+           "RT5: %s made %zu more pages resident and left %zu bytes of dirty free pages, above retain_bytes %zu", what,
+           m->h->pages.resident_pages - r->resident_pages, st.page_dirty_bytes, m->h->retain_bytes);
 }
 
 void retention_after_trim(const retention_probe *r, size_t keep)

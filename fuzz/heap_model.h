@@ -136,11 +136,12 @@ typedef struct fit_probe {
 void fit_before(heap_model *m, size_t size, size_t align, fit_probe *p);
 void fit_after(heap_model *m, const fit_probe *p, const void *result, size_t size, size_t align);
 
-/* The retention oracle (heap.h RT1-RT4): what the heap's free pages, OS bytes and releases were
- * before a free, a realloc or a trim, checked against the policy afterwards. */
+/* The retention oracle (heap.h RT1-RT5): what the heap's free pages, OS bytes and releases were
+ * before a free, a realloc, a trim or an allocation, checked against the policy afterwards. */
 typedef struct retention_probe {
     heap_model *m;
     size_t dirty, released, os_bytes;
+    size_t resident_pages; /* the page tier's (page_tier.h B5) */
     int mapped;         /* the block freed has a mapping of its own */
     uint64_t os_calls;  /* rp_os_calls() before: an injected OS failure excuses the policy */
 } retention_probe;
@@ -148,6 +149,8 @@ void retention_before(heap_model *m, const void *p, retention_probe *r);
 /* After a release (free, or a realloc when plain_free is 0: it may also allocate). */
 void retention_after(const retention_probe *r, int plain_free, const char *what);
 void retention_after_trim(const retention_probe *r, size_t keep);
+/* After an allocation (RT5). */
+void retention_after_take(const retention_probe *r, const char *what);
 
 /* rp_heap_check and the counters of rp_heap_stats against the model. */
 void check_heap(heap_model *m);

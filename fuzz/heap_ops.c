@@ -104,10 +104,13 @@ static void do_alloc(int s, int heap, size_t size, size_t align)
     uint64_t calls = rp_os_calls();
     fit_probe fit;
     fit_before(m, size, align, &fit);
+    retention_probe ret;
+    retention_before(m, NULL, &ret);
     errno = 0;
     unsigned char *p = rp_alloc(m->h, size, align);
     TRACE("  slot %d: rp_alloc(heap %d, %zu, %zu) = %p\n", s, heap, size, align, (void *)p);
     expect_no_report();
+    retention_after_take(&ret, "rp_alloc");
     fit_after(m, &fit, p, size, align);
     if (!p) {
         if (!align_valid(align)) {
@@ -134,9 +137,12 @@ static void do_calloc(int s, size_t n, size_t size, size_t align)
     fit_probe fit = {0};
     if (!overflow)
         fit_before(m, total, align, &fit);
+    retention_probe ret;
+    retention_before(m, NULL, &ret);
     errno = 0;
     unsigned char *p = rp_calloc(m->h, n, size, align);
     expect_no_report();
+    retention_after_take(&ret, "rp_calloc");
     fit_after(m, &fit, p, total, align);
     if (!p) {
         int want = overflow ? ENOMEM : (align_valid(align) ? ENOMEM : EINVAL);

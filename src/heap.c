@@ -206,7 +206,7 @@ static int over_retention(const rp_heap *h, size_t keep_bytes)
 
 static void trim_locked(rp_heap *h, size_t keep_bytes, int all_regions);
 
-rp_page *rp_heap_take_pages(rp_heap *h, size_t npages, unsigned align_order)
+static rp_page *take_pages(rp_heap *h, size_t npages, unsigned align_order)
 {
     rp_page *d = rp_page_tier_take_run(&h->pages, npages, align_order);
     if (d)
@@ -225,6 +225,31 @@ rp_page *rp_heap_take_pages(rp_heap *h, size_t npages, unsigned align_order)
     /* Cannot grow (caller memory only, capped, or the OS refused): use free pages that are
      * contiguous but not one aligned block, rather than fail. */
     return rp_page_tier_take_run_assembled(&h->pages, npages, align_order);
+}
+
+/* RT5: a take that faulted-in fresh pages while more free memory than retain_bytes is
+ * resident gives as much of it back (down to retain_bytes, whole free blocks): the free
+ * pages did not fit the request, and resident memory that grows by every request the free
+ * runs do not fit would add up to the heap's peak plus all it ever freed (runs of MiBs of
+ * varied sizes: docs/BENCHMARKS.md, "malloc-large"). Memory freed and reused in bursts is
+ * not touched: reusing dirty pages faults nothing in. */
+void rp_heap_took_pages(rp_heap *h, size_t resident_before)
+{
+    if (h->pages.resident_pages <= resident_before || !over_retention(h, h->retain_bytes))
+        return;
+    size_t fresh = (h->pages.resident_pages - resident_before) << RP_PAGE_SHIFT;
+    size_t dirty = rp_page_tier_dirty(&h->pages) << RP_PAGE_SHIFT;
+    size_t keep = dirty - h->retain_bytes > fresh ? dirty - fresh : h->retain_bytes;
+    trim_locked(h, keep, 0);
+}
+
+rp_page *rp_heap_take_pages(rp_heap *h, size_t npages, unsigned align_order)
+{
+    size_t resident_before = h->pages.resident_pages;
+    rp_page *d = take_pages(h, npages, align_order);
+    if (d)
+        rp_heap_took_pages(h, resident_before);
+    return d;
 }
 
 /* Unmaps a wholly free OS region. Returns 1 if it was released. */

@@ -110,8 +110,13 @@ static inline void rp_heap_count_examined(rp_heap *h, uint64_t n)
 rp_heap *rp_heap_resolve(rp_heap *h);
 
 /* Takes a run of npages pages aligned to 2^align_order pages from the page tier, mapping a
- * new OS region when none is free and the heap may grow. NULL when out of memory. */
+ * new OS region when none is free and the heap may grow; if that made pages resident, free
+ * resident pages above retain_bytes go back (RT5, below). NULL when out of memory. */
 rp_page *rp_heap_take_pages(rp_heap *h, size_t npages, unsigned align_order);
+
+/* For a take straight from the page tier (span.c, large.c; heap locked): applies RT5 (below)
+ * given the page tier's resident_pages before the take. */
+void rp_heap_took_pages(rp_heap *h, size_t resident_before);
 
 /* Returns npages pages at d to the page tier and applies the retention policy: above
  * retain_bytes of free pages, a wholly free OS region is unmapped, otherwise the pages just
@@ -127,7 +132,10 @@ rp_page *rp_heap_take_pages(rp_heap *h, size_t npages, unsigned align_order);
  *       be above the limit: dirty afterwards plus the bytes given back exceeds retain_bytes;
  *   RT3 with a purge delay that has not passed, a release gives nothing back (a block with a
  *       mapping of its own is unmapped, whatever the policy) and dirty does not shrink;
- *   RT4 rp_heap_trim(keep) leaves dirty at most keep and no wholly free OS region mapped. */
+ *   RT4 rp_heap_trim(keep) leaves dirty at most keep and no wholly free OS region mapped;
+ *   RT5 a take of pages (rp_heap_take_pages) that leaves more of the page tier resident than
+ *       before leaves dirty at most retain_bytes: resident memory grows past what the heap
+ *       holds plus retain_bytes only as far as the free pages fit the requests. */
 void rp_heap_give_pages(rp_heap *h, rp_region *r, rp_page *d, size_t npages);
 
 /* For mapped_block.c, which maps and unmaps regions of its own (heap locked): link r into

@@ -139,11 +139,13 @@ int rp_large_resize(rp_heap *h, rp_page *d, size_t size)
     size_t old_npages = d->npages;
     if (npages > old_npages) {
         rp_region *r = d->region;
+        size_t resident_before = h->pages.resident_pages;
         if (npages > ((size_t)1 << 31) ||
             rp_page_tier_claim(&h->pages, r, rp_page_index(r, d) + old_npages, npages - old_npages) != 0)
             return 0;
         d->npages = (uint32_t)npages;
         count_resize(h, d, old_npages);
+        rp_heap_took_pages(h, resident_before);
     } else if (npages < old_npages) {
         d->npages = (uint32_t)npages;
         count_resize(h, d, old_npages);

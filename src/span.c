@@ -112,7 +112,7 @@ static rp_page *take_span_pair(rp_heap *h, size_t pages, int grow)
  * thread's first blocks), and otherwise grows: a span of a few pages carved out of leftovers
  * fills after a few dozen blocks, and every refill then pays for another. Caller memory, or a
  * heap the OS refused to grow, settles for what the request needs. */
-static rp_page *take_span_pages(rp_heap *h, size_t min_pages, size_t *pages)
+static rp_page *take_span_pages_from(rp_heap *h, size_t min_pages, size_t *pages)
 {
     size_t want = (size_t)1 << rp_ceil_log2(min_pages);
     if (want < h->span_pages)
@@ -158,6 +158,15 @@ static rp_page *take_span_pages(rp_heap *h, size_t min_pages, size_t *pages)
         return NULL;
     *pages = min_pages;
     return rp_heap_take_pages(h, min_pages, 0);
+}
+
+static rp_page *take_span_pages(rp_heap *h, size_t min_pages, size_t *pages)
+{
+    size_t resident_before = h->pages.resident_pages;
+    rp_page *d = take_span_pages_from(h, min_pages, pages);
+    if (d)
+        rp_heap_took_pages(h, resident_before);
+    return d;
 }
 
 /* Takes pages for a new span able to hold a free block of at least min_block bytes and

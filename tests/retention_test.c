@@ -119,6 +119,40 @@ static void delayed_purge(void)
     CHECK(rp_heap_create(&cfg) == NULL && errno == EINVAL);
 }
 
+/* RT5: free pages that do not fit a request go back when it faults fresh pages in, even
+ * within the purge delay; those that fit are reused and stay. */
+static void fresh_take_purge(void)
+{
+    rp_heap_stats_t st;
+    rp_heap_config cfg = {0};
+    cfg.region_bytes = (size_t)64 << 20;
+    cfg.retain_bytes = (size_t)2 << 20;
+    cfg.purge_delay_ms = 3600000;
+    rp_heap *h = rp_heap_create(&cfg);
+    CHECK(h != NULL);
+    free_16m(h);
+    void *fits = rp_alloc(h, (size_t)1 << 20, 0);
+    CHECK(fits != NULL);
+    rp_heap_stats(h, &st);
+    printf("RT5: 16 MiB freed, 1 MiB taken from it: released %zu, dirty %zu\n", st.os_released, st.page_dirty_bytes);
+#ifndef RAMPART_DEBUG
+    /* (The debug flavour's blocks carry lead pages and sit in quarantine first: where its
+     * free pages lie, a request may not fit; RT5 holds for it all the same, see below.) */
+    CHECK(st.os_released == 0 && st.page_dirty_bytes >= (size_t)10 << 20);
+#endif
+    void *big = rp_alloc(h, (size_t)24 << 20, 0); /* more than all the free pages */
+    CHECK(big != NULL);
+    memset(big, 2, (size_t)24 << 20);
+    rp_heap_stats(h, &st);
+    printf("RT5: then 24 MiB from fresh pages: released %zu, dirty %zu\n", st.os_released, st.page_dirty_bytes);
+    CHECK(st.os_released >= (size_t)8 << 20);
+    CHECK(st.page_dirty_bytes <= cfg.retain_bytes);
+    CHECK_HEAP(h);
+    rp_free(big);
+    rp_free(fits);
+    rp_heap_destroy(h);
+}
+
 int main(void)
 {
     size_t base = mapped();
@@ -223,6 +257,7 @@ int main(void)
     rp_heap_destroy(e);
     rp_heap_destroy(h);
     delayed_purge();
+    fresh_take_purge();
     CHECK(mapped() == base);
     TEST_MAIN_END();
 }
