@@ -45,9 +45,9 @@ for l in librampart librampart_debug librampart_malloc librampart_malloc_debug; 
     [ -e "$lib/$l.so.$major" ] || fail "$l.so.$major not installed"
 done
 # The LD_PRELOAD libraries export what Bazel's do (their export maps), nothing internal.
-quiet "$exports_test" "$lib/librampart_malloc.so" "$exports_map" "libc.so.6 libm.so.6 libunwind.so.8" \
+quiet "$exports_test" "$lib/librampart_malloc.so" "$exports_map" "libc.so.6" \
     "$prefix/include/rampart/rampart.h"
-quiet "$exports_test" "$lib/librampart_malloc_debug.so" "$exports_debug_map" "libc.so.6 libm.so.6 libunwind.so.8" \
+quiet "$exports_test" "$lib/librampart_malloc_debug.so" "$exports_debug_map" "libc.so.6 libunwind.so.8" \
     "$prefix/include/rampart/rampart.h"
 # The heap API library exports exactly the rampart.h section of the export map.
 want=$("$src/dist/export_map.sh" api "$exports_map" | tr ' ;' '\n\n' | grep -E '^rp_[a-z_]+$' | sort)
@@ -91,7 +91,7 @@ out=$(LD_PRELOAD=$lib/librampart_malloc.so.$major RAMPART_OPTIONS=stats=1 "$tmp/
 # The drop-in's archive, linked into a program, is its malloc (stats at exit say so).
 # shellcheck disable=SC2046
 cc -std=c11 -Wall -Wextra -Werror -o "$tmp/c_malloc_static" "$consumer" $(pkg-config --cflags rampart) \
-    -Wl,--whole-archive "$lib/librampart_malloc.a" -Wl,--no-whole-archive -pthread -lunwind -lm
+    -Wl,--whole-archive "$lib/librampart_malloc.a" -Wl,--no-whole-archive -pthread
 out=$(RAMPART_OPTIONS=stats=1 "$tmp/c_malloc_static" 2>&1 >/dev/null)
 [[ "$out" == *"thread caches"* ]] || fail "a program linked with librampart_malloc.a printed no statistics: $out"
 echo "all checks passed in $((SECONDS - start)) s"

@@ -11,8 +11,7 @@ def rampart_malloc_library(name, srcs, copts, alwayslink = False, deps = [], lin
         hdrs = ["rampart_malloc.h"],
         alwayslink = alwayslink,
         copts = copts,
-        # -lm: the heap profiler's sampling intervals (profile.c), compiled in both flavours.
-        linkopts = ["-pthread", "-lm"] + linkopts,
+        linkopts = ["-pthread"] + linkopts,
         strip_include_prefix = "/src/malloc",
         visibility = visibility,
         # rampart_dump.h is part of the drop-in's API (heap dumps, the heap profile).

@@ -2,7 +2,6 @@
 #include "profile.h"
 
 #include <errno.h>
-#include <math.h>
 #include <pthread.h>
 #include <string.h>
 #include <time.h>
@@ -14,6 +13,7 @@
 #include "malloc_totals.h"
 #include "profile_stack.h"
 #include "profile_table.h"
+#include "sample_math.h"
 #include "src/heap.h"
 #include "src/lock.h"
 #include "src/options.h"
@@ -115,7 +115,7 @@ static uint64_t next_random(rp_prof_clock *c) { return rp_xorshift_next(&c->rng)
 static intptr_t next_interval(rp_prof_clock *c)
 {
     double u = (double)((next_random(c) >> 11) + 1) * 0x1p-53; /* (0, 1] */
-    double d = -log(u) * (double)rate;
+    double d = -rp_sample_ln(u) * (double)rate;
     return d < 1 ? 1 : d > 0x1p62 ? (intptr_t)1 << 62 : (intptr_t)d;
 }
 
@@ -223,7 +223,7 @@ static double probability(size_t size, size_t r)
 {
     if (!r)
         return 1;
-    return -expm1(-(double)(size ? size : 1) / (double)r);
+    return rp_sample_one_minus_exp_neg((double)(size ? size : 1) / (double)r);
 }
 
 void rp_prof_record(void *p, size_t size, const void *ra)

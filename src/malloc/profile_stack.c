@@ -2,10 +2,12 @@
 #define UNW_LOCAL_ONLY
 #include "profile_stack.h"
 
+#include <dlfcn.h>
 #include <libunwind.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "debug/stack_depot.h"
 
@@ -20,7 +22,26 @@ typedef struct entry_range {
 
 static entry_range entries[24];
 static unsigned nentries;
-static pthread_once_t entries_once = PTHREAD_ONCE_INIT;
+
+/* libunwind, loaded when the first stack is captured (see profile_stack.h): its functions by
+ * their exported names (the header's macros give them). */
+#define RP_UNW_NAME2(x) #x
+#define RP_UNW_NAME(x) RP_UNW_NAME2(x)
+static struct {
+    int (*backtrace)(void **frames, int max);
+    int (*proc_info_by_ip)(unw_addr_space_t space, unw_word_t ip, unw_proc_info_t *pi, void *arg);
+    unw_addr_space_t *local_space;
+    int (*getcontext)(unw_context_t *context);
+    int (*init_local)(unw_cursor_t *cursor, unw_context_t *context);
+    int (*get_reg)(unw_cursor_t *cursor, unw_regnum_t reg, unw_word_t *value);
+    int (*step)(unw_cursor_t *cursor);
+} unw;
+enum { UNW_NOT_TRIED, UNW_LOADING, UNW_LOADED, UNW_MISSING };
+static int unw_state; /* atomic */
+/* Set while this thread captures: a loaded library's thread-local storage is allocated (by
+ * malloc) at its first use on each thread, inside the capture; that allocation, if sampled or
+ * guarded, gets no stack instead of capturing again without end. */
+static __thread int capturing __attribute__((tls_model("initial-exec")));
 
 void *__libc_malloc(size_t size);
 void *__libc_calloc(size_t n, size_t size);
@@ -47,9 +68,48 @@ static void find_entries(void)
     };
     for (size_t i = 0; i < sizeof fns / sizeof fns[0] && nentries < sizeof entries / sizeof entries[0]; i++) {
         unw_proc_info_t pi;
-        if (unw_get_proc_info_by_ip(unw_local_addr_space, (unw_word_t)(uintptr_t)fns[i], &pi, NULL) == 0)
+        if (unw.proc_info_by_ip(*unw.local_space, (unw_word_t)(uintptr_t)fns[i], &pi, NULL) == 0)
             entries[nentries++] = (entry_range){(uintptr_t)pi.start_ip, (uintptr_t)pi.end_ip};
     }
+}
+
+static int unw_load(void)
+{
+    void *lib = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
+    if (!lib)
+        return 0;
+    *(void **)&unw.backtrace = dlsym(lib, RP_UNW_NAME(unw_backtrace));
+    *(void **)&unw.proc_info_by_ip = dlsym(lib, RP_UNW_NAME(unw_get_proc_info_by_ip));
+    unw.local_space = (unw_addr_space_t *)dlsym(lib, RP_UNW_NAME(unw_local_addr_space));
+    *(void **)&unw.getcontext = dlsym(lib, RP_UNW_NAME(unw_tdep_getcontext));
+    *(void **)&unw.init_local = dlsym(lib, RP_UNW_NAME(unw_init_local));
+    *(void **)&unw.get_reg = dlsym(lib, RP_UNW_NAME(unw_get_reg));
+    *(void **)&unw.step = dlsym(lib, RP_UNW_NAME(unw_step));
+    if (!unw.backtrace || !unw.proc_info_by_ip || !unw.local_space || !unw.getcontext || !unw.init_local ||
+        !unw.get_reg || !unw.step)
+        return 0;
+    find_entries();
+    return 1;
+}
+
+/* 1 once libunwind is usable. The first caller loads it (dlopen allocates: the callers hold no
+ * lock of the drop-in); a capture meanwhile, on another thread or nested in the loading,
+ * gets no stack rather than waiting. */
+static int unw_ready(void)
+{
+    int state = __atomic_load_n(&unw_state, __ATOMIC_ACQUIRE);
+    if (state == UNW_NOT_TRIED &&
+        __atomic_compare_exchange_n(&unw_state, &state, UNW_LOADING, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+        state = unw_load() ? UNW_LOADED : UNW_MISSING;
+        if (state == UNW_MISSING) {
+            static const char msg[] = "rampart: libunwind.so.8 could not be loaded: heap profile samples and "
+                                      "guarded-block reports carry no stacks\n";
+            if (write(2, msg, sizeof msg - 1) < 0) {
+            }
+        }
+        __atomic_store_n(&unw_state, state, __ATOMIC_RELEASE);
+    }
+    return state == UNW_LOADED;
 }
 
 /* Does return address pc come back into an entry point? (pc - 1 is inside the caller.) */
@@ -99,7 +159,7 @@ unsigned rp_prof_stack_cut(const uintptr_t *frames, unsigned n, const void *ra)
 static unsigned capture(uintptr_t *frames, unsigned max)
 {
 #ifndef RP_TSAN
-    int got = unw_backtrace((void **)frames, (int)max);
+    int got = unw.backtrace((void **)frames, (int)max);
     return got > 0 ? (unsigned)got : 0;
 #else
     /* As debug/backtrace.c: under ThreadSanitizer unw_backtrace's per-thread cache is torn
@@ -107,13 +167,13 @@ static unsigned capture(uintptr_t *frames, unsigned max)
     unsigned n = 0;
     unw_context_t context;
     unw_cursor_t cursor;
-    if (unw_getcontext(&context) == 0 && unw_init_local(&cursor, &context) == 0) {
+    if (unw.getcontext(&context) == 0 && unw.init_local(&cursor, &context) == 0) {
         do {
             unw_word_t ip;
-            if (unw_get_reg(&cursor, UNW_REG_IP, &ip) != 0 || ip == 0)
+            if (unw.get_reg(&cursor, UNW_REG_IP, &ip) != 0 || ip == 0)
                 break;
             frames[n++] = (uintptr_t)ip;
-        } while (n < max && unw_step(&cursor) > 0);
+        } while (n < max && unw.step(&cursor) > 0);
     }
     return n;
 #endif
@@ -121,11 +181,14 @@ static unsigned capture(uintptr_t *frames, unsigned max)
 
 __attribute__((noinline)) uint32_t rp_prof_stack_capture(const void *ra, unsigned depth)
 {
-    pthread_once(&entries_once, find_entries);
+    if (capturing || !unw_ready())
+        return 0;
     if (depth > RP_STACK_MAX_FRAMES)
         depth = RP_STACK_MAX_FRAMES;
     uintptr_t frames[CAPTURE_MAX];
+    capturing = 1;
     unsigned n = capture(frames, depth + OWN_FRAMES);
+    capturing = 0;
     unsigned from = rp_prof_stack_cut(frames, n, ra);
     if (from >= n)
         return 0;

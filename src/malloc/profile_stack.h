@@ -10,7 +10,12 @@
  * through malloc) hands down an address inside the entry point, so the frames that lie in the
  * drop-in's entry points (their address ranges, from libunwind) are crossed too. Without an
  * address, or when it is not found, the stack is cut after the last frame inside an entry
- * point. Nothing here allocates from a heap. */
+ * point.
+ *
+ * libunwind is loaded (dlopen) by the first capture, not linked: a program that never samples
+ * does not map it (nor liblzma, which it needs) at start-up. That capture allocates (dlopen
+ * does); every other capture allocates nothing from a heap. Without libunwind, captures return
+ * 0 and one line on stderr says so. */
 #ifndef RP_PROFILE_STACK_H
 #define RP_PROFILE_STACK_H
 

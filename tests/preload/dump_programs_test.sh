@@ -183,6 +183,9 @@ else
     samples=$(json "$TMP/release-python.summary.json" '(d["samples"] or {}).get("count", 0)')
     [ "$samples" -gt 0 ] || fail "release python: no samples in the peak dump"
     [ "$(json "$TMP/release-python.sites.json" 'd["from"]')" = samples ] || fail "release python: sites not from the samples"
+    # The stacks: libunwind is loaded by the release library at its first capture.
+    [ "$(json "$TMP/release-python.sites.json" 'len(d["sites"][0]["frames"]) >= 3')" = True ] ||
+        fail "release python: the top site's stack has fewer than 3 frames"
     "$RPDUMP" diff --json "${rel_dumps[0]}" "${rel_dumps[4]}" >"$TMP/relpy.diff.json" || fail "release python diff"
     "$RPDUMP" timeline --json -o "$TMP/relpy.timeline.svg" "${rel_dumps[@]}" >"$TMP/relpy.timeline.json" ||
         fail "release python timeline"
