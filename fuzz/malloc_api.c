@@ -836,8 +836,10 @@ static void do_burst(uint8_t count, uint16_t size16)
         b->p = NULL;
     }
     /* Room for the first batch the second thread's bin overflows with (at most half a bin of
-     * at most RP_TC_LIMIT_MAX blocks). */
-    int room = uniform && x->n[c] < RP_XFER_SLOTS && x->bytes + RP_XFER_BATCH * rp_tc_class_size(c) <= x->cap;
+     * at most RP_TC_LIMIT_MAX blocks), under the own batches' cap as well in case the second
+     * thread shares this arena. */
+    int room = uniform && x->n[c] < RP_XFER_SLOTS && x->bytes + RP_XFER_BATCH * rp_tc_class_size(c) <= x->cap &&
+               x->own_bytes + RP_XFER_BATCH * rp_tc_class_size(c) <= x->own_cap;
     rp_malloc_stats_t s1, s2, s3, s4;
     rp_malloc_stats(&s1);
     worker_free_many(ptrs, (size_t)k);

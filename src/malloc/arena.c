@@ -35,8 +35,9 @@ static unsigned usable_cpus(void)
     return n > 0 ? (unsigned)n : 1;
 }
 
-/* Each arena's transfer cache holds up to four thread caches' worth (none in the debug
- * flavour, where nothing is cached). */
+/* Each arena's transfer cache holds up to four thread caches' worth, a quarter of one in
+ * batches its own threads put (transfer_cache.h: own batches); none in the debug flavour,
+ * where nothing is cached. */
 static size_t transfer_cap(void)
 {
 #ifdef RAMPART_DEBUG
@@ -81,7 +82,7 @@ static rp_heap *arena_create_locked(unsigned i)
     /* Before publication (A1) and before the heap has written any header or region. */
     h->key = arena_key;
     h->flags |= RP_HEAP_MALLOC_ARENA;
-    rp_xfer_init(&arena_xfers[i], transfer_cap());
+    rp_xfer_init(&arena_xfers[i], transfer_cap(), transfer_cap() / 16);
     h->malloc_state = &arena_xfers[i];
     rp_ms_arena_init(h, &arena_pools[i]);
     __atomic_store_n(&arenas[i], h, __ATOMIC_RELEASE);

@@ -133,6 +133,8 @@ static rp_tcache *tc_create(void)
     tc->cap = cache_cap;
     tc->room = (ptrdiff_t)cache_cap;
     tc->arena = arena;
+    if (rp_xfer_of(arena))
+        rp_xfer_thread(rp_xfer_of(arena), 1);
     tc->freed_limit = free_batch_limit;
     tc->hardened = hardened;
     tc->hq_rng = rp_secret_new((uint64_t)(uintptr_t)tc) | 1;
@@ -244,7 +246,7 @@ static void release_flushed(const rp_tcache *tc, unsigned c, void **ptrs, size_t
             ptrs[k++] = t;
         }
         rp_xfer *x = rp_xfer_of(h);
-        size_t kept = x ? rp_xfer_put(x, c, ptrs, k, tc) : 0;
+        size_t kept = x ? rp_xfer_put(x, c, ptrs, k, tc, h == tc->arena) : 0;
         for (size_t i = kept; i < k; i++)
             rp_cache_mark_clear(rp_tc_mark_of(tc, ptrs[i])); /* T4: no longer cached */
         if (kept < k) {
@@ -645,6 +647,8 @@ static void tc_thread_exit(void *arg)
     rp_tc_self = NULL;
     tc_state = TC_DEAD;
     rp_tc_flush_all(tc);
+    if (rp_xfer_of(tc->arena))
+        rp_xfer_thread(rp_xfer_of(tc->arena), -1);
     pthread_mutex_lock(&caches_lock);
     tc_unlink_locked(tc);
     retire_locked(tc);

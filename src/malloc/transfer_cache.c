@@ -12,7 +12,7 @@
 #include "src/report.h"
 #include "thread_cache.h"
 
-void rp_xfer_init(rp_xfer *x, size_t cap)
+void rp_xfer_init(rp_xfer *x, size_t cap, size_t own_cap)
 {
     memset(x, 0, sizeof *x);
     rp_lock_init(&x->lock);
@@ -22,21 +22,25 @@ void rp_xfer_init(rp_xfer *x, size_t cap)
     x->store = cap ? rp_os_map(store_bytes + RP_TC_CLASSES * sizeof(rp_xfer_class_givers)) : NULL;
     x->giver = x->store ? (rp_xfer_class_givers *)(void *)((char *)x->store + store_bytes) : NULL;
     x->cap = x->store ? cap : 0;
+    x->own_cap = own_cap < x->cap ? own_cap : x->cap;
 }
 
-size_t rp_xfer_put(rp_xfer *x, unsigned c, void *const *ptrs, size_t n, const void *giver)
+size_t rp_xfer_put(rp_xfer *x, unsigned c, void *const *ptrs, size_t n, const void *giver, int own)
 {
     if (!x->store)
         return 0;
     size_t cs = rp_tc_class_size(c), done = 0;
+    int sole = own && __atomic_load_n(&x->threads, __ATOMIC_RELAXED) <= 1;
     rp_lock_acquire(&x->lock);
     while (done < n && x->n[c] < RP_XFER_SLOTS) {
         size_t k = n - done < RP_XFER_BATCH ? n - done : RP_XFER_BATCH;
-        if (x->bytes + k * cs > x->cap)
+        if (x->bytes + k * cs > x->cap || (sole && x->own_bytes + k * cs > x->own_cap))
             break;
         unsigned slot = x->n[c];
         memcpy(x->store[c][slot], ptrs + done, k * sizeof(void *));
         x->count[c][slot] = (uint8_t)k;
+        x->own[c][slot] = (uint8_t)(own != 0);
+        x->own_bytes += own ? k * cs : 0;
         x->giver[c][slot] = giver;
         __atomic_store_n(&x->n[c], (uint8_t)(slot + 1), __ATOMIC_RELAXED); /* peeked unlocked */
         x->bytes += k * cs;
@@ -65,6 +69,7 @@ size_t rp_xfer_take(rp_xfer *x, unsigned c, size_t want, size_t max_count, void 
             memcpy(out + got, x->store[c][slot], k * sizeof(void *));
             __atomic_store_n(&x->n[c], (uint8_t)slot, __ATOMIC_RELAXED);
             x->bytes -= k * cs;
+            x->own_bytes -= x->own[c][slot] ? k * cs : 0;
             x->takes++;
             others |= x->giver[c][slot] != taker;
             got += k;
@@ -127,7 +132,7 @@ static size_t batch_block_size(const rp_heap *h, const void *p)
 int rp_xfer_check(rp_xfer *x, rp_heap *h, char *why, size_t len)
 {
     int rc = 0;
-    size_t total = 0;
+    size_t total = 0, own_total = 0;
     rp_lock_acquire(&x->lock);
     /* X2 and X3 first: they need only the counts, not the blocks. */
     for (unsigned c = 0; c < RP_TC_CLASSES && !rc; c++) {
@@ -143,6 +148,7 @@ int rp_xfer_check(rp_xfer *x, rp_heap *h, char *why, size_t len)
                 break;
             }
             total += (size_t)x->count[c][k] * rp_tc_class_size(c);
+            own_total += x->own[c][k] ? (size_t)x->count[c][k] * rp_tc_class_size(c) : 0;
         }
     }
     if (!rc && total != x->bytes)
@@ -150,6 +156,9 @@ int rp_xfer_check(rp_xfer *x, rp_heap *h, char *why, size_t len)
                     total);
     if (!rc && x->bytes > x->cap)
         rc = rp_why(why, len, "X3: transfer cache of '%s' holds %zu bytes, above its cap %zu", h->name, x->bytes, x->cap);
+    if (!rc && own_total != x->own_bytes)
+        rc = rp_why(why, len, "X3: transfer cache of '%s' counts %zu bytes of own batches, they hold %zu", h->name,
+                    x->own_bytes, own_total);
     for (unsigned c = 0; c < RP_TC_CLASSES && !rc; c++) {
         for (unsigned k = 0; k < x->n[c] && !rc; k++) {
             for (unsigned i = 0; i < x->count[c][k]; i++) {

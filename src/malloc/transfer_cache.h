@@ -23,9 +23,16 @@
  *       (malloc_slabs.h), its cache mark set (cache_mark.h);
  *   X2  n[c] <= RP_XFER_SLOTS; batch k < n[c] of class c holds count[c][k] blocks, 1 ..
  *       RP_XFER_BATCH, in store[c][k][0 .. count-1]; with no store, n[c] == 0;
- *   X3  bytes is the sum over the batches of count * rp_tc_class_size(c), and bytes <= cap.
- * Bounded: at most cap bytes per arena (four thread caches' worth). malloc_trim() and
- * rp_xfer_drain give everything back to the heap. */
+ *   X3  bytes is the sum over the batches of count * rp_tc_class_size(c), and bytes <= cap;
+ *       own_bytes is the same sum over the batches marked own.
+ * Bounded: at most cap bytes per arena (four thread caches' worth). While one thread at most
+ * has the arena as its own, the batches that thread puts ("own" batches) may bring own_bytes
+ * to own_cap only: they just extend its cache (a single-threaded program bounces its flushes
+ * through its arena's transfer cache and back), and a large cap would hold its blocks, and
+ * their pages, out of the heap for no other thread (docs/BENCHMARKS.md, "Own batches").
+ * Batches from threads of other arenas (cross-thread frees coming home), and every batch of
+ * an arena several threads share, get the whole cap. malloc_trim() and rp_xfer_drain give
+ * everything back to the heap. */
 #ifndef RP_TRANSFER_CACHE_H
 #define RP_TRANSFER_CACHE_H
 
@@ -44,29 +51,37 @@ typedef const void *rp_xfer_class_givers[RP_XFER_SLOTS];
 
 typedef struct rp_xfer {
     rp_lock lock;
-    size_t bytes; /* X3 */
-    size_t cap;
+    size_t bytes, own_bytes; /* X3 */
+    size_t cap, own_cap;
+    unsigned threads; /* live thread caches whose arena this is (atomic; rp_xfer_thread) */
     uint64_t puts, takes; /* batches moved in and out, cumulative (stats) */
     uint8_t n[RP_TC_CLASSES];                       /* X2 */
     uint8_t count[RP_TC_CLASSES][RP_XFER_SLOTS];    /* X2 */
+    uint8_t own[RP_TC_CLASSES][RP_XFER_SLOTS];      /* X3: 1 for an own batch */
     rp_xfer_class_store *store;                     /* [RP_TC_CLASSES], X1 */
     rp_xfer_class_givers *giver; /* [RP_TC_CLASSES], after the store in its mapping: the
                                     thread cache that put each batch, an identity never
                                     dereferenced (a hint for the taker's near region) */
 } rp_xfer;
 
-/* Sets up a transfer cache with a cap of cap bytes (0: it keeps nothing; so does one whose
- * store cannot be mapped). The arena module keeps one per arena outside the heaps (so they
- * never count as heap memory in use). */
-void rp_xfer_init(rp_xfer *x, size_t cap);
+/* Sets up a transfer cache with a cap of cap bytes, own_cap of them for own batches (0: it
+ * keeps nothing; so does one whose store cannot be mapped). The arena module keeps one per
+ * arena outside the heaps (so they never count as heap memory in use). */
+void rp_xfer_init(rp_xfer *x, size_t cap, size_t own_cap);
+
+/* Counts a thread cache taking (delta 1) or leaving (-1) x's arena as its own. */
+static inline void rp_xfer_thread(rp_xfer *x, int delta)
+{
+    __atomic_add_fetch(&x->threads, (unsigned)delta, __ATOMIC_RELAXED);
+}
 
 /* The transfer cache of h, or NULL (not an arena, or it has none). */
 static inline rp_xfer *rp_xfer_of(const rp_heap *h) { return (rp_xfer *)h->malloc_state; }
 
 /* Offers n blocks of class c (blocks of x's arena, marked as X1 says), as batches of at most
- * RP_XFER_BATCH, from thread cache `giver` (recorded with each batch). Returns how many x
- * took, ptrs[0 .. taken-1]; the caller keeps the rest. */
-size_t rp_xfer_put(rp_xfer *x, unsigned c, void *const *ptrs, size_t n, const void *giver);
+ * RP_XFER_BATCH, from thread cache `giver` (recorded with each batch), whose arena is x's
+ * when own is 1. Returns how many x took, ptrs[0 .. taken-1]; the caller keeps the rest. */
+size_t rp_xfer_put(rp_xfer *x, unsigned c, void *const *ptrs, size_t n, const void *giver, int own);
 
 /* Takes whole batches of class c, the most recently offered first, under one lock, until at
  * least `want` blocks (want >= 1) were taken or the next batch would bring the total past
