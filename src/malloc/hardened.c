@@ -5,6 +5,7 @@
 
 #include "cache_mark.h"
 #include "guarded_memory.h"
+#include "src/hooks.h"
 #include "src/options.h"
 #include "src/os.h"
 #include "src/pagemap.h"
@@ -12,7 +13,10 @@
 #include "src/xorshift.h"
 #include "thread_cache.h"
 
-int rp_hardened_on(void) { return rp_options_get()->hardened; }
+/* The profile is the release flavour's: in the debug flavour the option is kept (and warned
+ * about) but changes nothing, since blocks there carry the debug runtime's cookies, never a
+ * seal. */
+int rp_hardened_on(void) { return RP_HOOK_PREFIX == 0 && rp_options_get()->hardened; }
 
 /* Not a secret: which slot leaves next. */
 static uint64_t next_random(rp_tcache *tc) { return rp_xorshift_next(&tc->hq_rng); }

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "arena.h"
+#include "hardened.h"
 #include "src/lock.h"
 #include "src/options.h"
 #include "src/os.h"
@@ -25,7 +26,7 @@ int rp_ms_setup(void)
      * slabs keeps 4 KiB pages (a thread, or a program, that allocates little does not fault in
      * 2 MiB at its first small block), its later chunks are advised (slab.c, space_take). */
     s.advise_huge_pages = rp_options_get()->huge_pages;
-    s.guard_chunks = rp_options_get()->hardened; /* the hardened profile (hardened.h) */
+    s.guard_chunks = rp_hardened_on(); /* the hardened profile (hardened.h) */
     /* Emptied slabs keep their pages up to retain_bytes (the heaps' own limit, per heap
      * there, for all pools here), as the page tier keeps free pages. */
     s.dirty_max = rp_options_get()->retain_bytes >> RP_SLAB_SHIFT;

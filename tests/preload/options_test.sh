@@ -1,8 +1,8 @@
 #!/bin/bash
 # RAMPART_OPTIONS under LD_PRELOAD: an unknown key or a bad value gives one warning line
-# each and is ignored, a key the flavour does not use one more; the program runs normally;
-# stats=1 prints the report at exit even when the program closed its stderr first; help=1
-# lists the keys, verbose=1 the values in effect; ',' separates like ':'.
+# each and is ignored, a key the flavour does not use one more (and changes nothing); the
+# program runs normally; stats=1 prints the report at exit even when the program closed its
+# stderr first; help=1 lists the keys, verbose=1 the values in effect; ',' separates like ':'.
 set -u
 so=$(readlink -f "$1")
 flavour=${2:-release}
@@ -22,6 +22,13 @@ fi
 printf '%s\n' "$err" | grep -q "unknown key 'bogus'" || fail "no unknown-key warning: $err"
 printf '%s\n' "$err" | grep -q "cache_bytes" || fail "no cache_bytes warning: $err"
 printf '%s\n' "$err" | grep -q "arenas" || fail "no arenas warning: $err"
+
+# A key the flavour does not use changes nothing: the hardened profile's key in the debug
+# flavour once made realloc and malloc_usable_size look for a seal its blocks never carry.
+if [ "$flavour" = debug ]; then
+    out=$(seq 1 2000 | LD_PRELOAD=$so RAMPART_OPTIONS=hardened=1 sort -r 2>&1 >/dev/null)
+    [ $? -eq 0 ] || fail "sort failed with hardened=1 in the debug flavour: $out"
+fi
 
 # Hostile bytes in the variable: warnings only, no crash.
 err=$(LD_PRELOAD=$so RAMPART_OPTIONS=$'\x01\x02=:::=\xff:stats' /bin/true 2>&1)
