@@ -38,7 +38,7 @@ typedef struct code_range {
 
 /* Every range, sorted by address, and their hull: most frames (the program's) are outside it
  * and cost one comparison; the others a binary search. Written once by init(). */
-static code_range ranges[24];
+static code_range ranges[48];
 static unsigned nranges;
 static uintptr_t ranges_lo = UINTPTR_MAX, ranges_hi;
 static unsigned internal_frames = INTERNAL_FRAMES;
@@ -49,7 +49,7 @@ static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static int range_of(void *fn, const char *name, code_range *out)
 {
     unw_proc_info_t pi;
-    if (unw_get_proc_info_by_ip(unw_local_addr_space, (unw_word_t)(uintptr_t)fn, &pi, NULL) != 0)
+    if (!fn || unw_get_proc_info_by_ip(unw_local_addr_space, (unw_word_t)(uintptr_t)fn, &pi, NULL) != 0)
         return -1;
     out->lo = (uintptr_t)pi.start_ip;
     out->hi = (uintptr_t)pi.end_ip;
@@ -83,6 +83,23 @@ static void add_all(const named_fn *fns, size_t n, int kind)
     }
 }
 
+/* The drop-in's C++ operators (src/malloc/malloc.c): weak, since the debug runtime without
+ * the drop-in has none (then they are not looked up: rp_malloc_ready is 0). */
+#define RP_WEAK_NEW(name) extern void *name(size_t) __attribute__((weak));
+#define RP_WEAK_DELETE(name) extern void name(void *) __attribute__((weak));
+RP_WEAK_NEW(_Znwm)
+RP_WEAK_NEW(_Znam)
+RP_WEAK_NEW(_ZnwmRKSt9nothrow_t)
+RP_WEAK_NEW(_ZnamRKSt9nothrow_t)
+RP_WEAK_NEW(_ZnwmSt11align_val_t)
+RP_WEAK_NEW(_ZnamSt11align_val_t)
+RP_WEAK_NEW(_ZnwmSt11align_val_tRKSt9nothrow_t)
+RP_WEAK_NEW(_ZnamSt11align_val_tRKSt9nothrow_t)
+RP_WEAK_DELETE(_ZdlPv)
+RP_WEAK_DELETE(_ZdaPv)
+RP_WEAK_DELETE(_ZdlPvm)
+RP_WEAK_DELETE(_ZdaPvm)
+
 static void init(void)
 {
     static const named_fn entry_points[] = {
@@ -94,6 +111,9 @@ static void init(void)
         NAMED(malloc),       NAMED(free),           NAMED(calloc),        NAMED(realloc),
         NAMED(reallocarray), NAMED(posix_memalign), NAMED(aligned_alloc), NAMED(memalign),
         NAMED(valloc),       NAMED(pvalloc),        NAMED(malloc_usable_size), NAMED(malloc_trim),
+        NAMED(_Znwm),        NAMED(_Znam),          NAMED(_ZnwmRKSt9nothrow_t), NAMED(_ZnamRKSt9nothrow_t),
+        NAMED(_ZnwmSt11align_val_t), NAMED(_ZnamSt11align_val_t), NAMED(_ZnwmSt11align_val_tRKSt9nothrow_t),
+        NAMED(_ZnamSt11align_val_tRKSt9nothrow_t), NAMED(_ZdlPv), NAMED(_ZdaPv), NAMED(_ZdlPvm), NAMED(_ZdaPvm),
     };
     add_all(entry_points, sizeof entry_points / sizeof entry_points[0], RANGE_ENTRY);
     if (rp_malloc_ready) {

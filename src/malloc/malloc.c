@@ -17,11 +17,13 @@
  * does. Only pointers into the slab space, which belongs to the arenas alone and is never
  * unmapped, are examined later, in the thread's free batch (T5 in thread_cache.h). */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <errno.h>
 #include <malloc.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "arena.h"
 #include "cache_mark.h"
@@ -1329,6 +1331,102 @@ void _ZdaPvmSt11align_val_t(void *p, size_t size, size_t align)
     (void)align;
     free_with_size(p, size, "operator delete[]");
 }
+/* ---- C++ operator new and delete ------------------------------------------------------ */
+
+/* The C++ runtime's operators would each add a call through the PLT around malloc and free;
+ * these are the same fast paths, and the return address the heap profiler records is the
+ * program's. operator new never returns NULL: when rampart has no block, the next definition
+ * of the same operator (the C++ runtime's: RTLD_NEXT) takes over, which calls malloc again,
+ * runs the program's new_handler and throws std::bad_alloc (the nothrow forms return NULL),
+ * exactly as without rampart. Alignments that are not powers of two go there too. */
+static RP_NOINLINE void *cxx_new_next(const char *name, size_t size, size_t align, const void *nothrow, int form)
+{
+    void *next = dlsym(RTLD_NEXT, name);
+    if (!next) { /* a program calling operator new has a C++ runtime: cannot happen */
+        static const char line[] = "rampart: operator new: out of memory and no C++ runtime to throw std::bad_alloc\n";
+        if (write(STDERR_FILENO, line, sizeof line - 1) < 0)
+            abort();
+        abort();
+    }
+    switch (form) {
+    case 0:
+        return ((void *(*)(size_t))next)(size);
+    case 1:
+        return ((void *(*)(size_t, const void *))next)(size, nothrow);
+    case 2:
+        return ((void *(*)(size_t, size_t))next)(size, align);
+    default:
+        return ((void *(*)(size_t, size_t, const void *))next)(size, align, nothrow);
+    }
+}
+
+static inline __attribute__((always_inline)) void *cxx_new_aligned(size_t size, size_t align)
+{
+    return align != 0 && (align & (align - 1)) == 0 ? aligned_impl(align, size) : NULL;
+}
+
+#define RP_CXX_NEW(name)                                                                                               \
+    void *name(size_t size);                                                                                           \
+    void *name(size_t size)                                                                                            \
+    {                                                                                                                  \
+        void *p = malloc_impl(size);                                                                                   \
+        return RP_LIKELY(p != NULL) ? p : cxx_new_next(#name, size, 0, NULL, 0);                                       \
+    }
+#define RP_CXX_NEW_NOTHROW(name)                                                                                       \
+    void *name(size_t size, const void *nothrow);                                                                      \
+    void *name(size_t size, const void *nothrow)                                                                       \
+    {                                                                                                                  \
+        void *p = malloc_impl(size);                                                                                   \
+        return RP_LIKELY(p != NULL) ? p : cxx_new_next(#name, size, 0, nothrow, 1);                                    \
+    }
+#define RP_CXX_NEW_ALIGNED(name)                                                                                       \
+    void *name(size_t size, size_t align);                                                                             \
+    void *name(size_t size, size_t align)                                                                              \
+    {                                                                                                                  \
+        void *p = cxx_new_aligned(size, align);                                                                        \
+        return RP_LIKELY(p != NULL) ? p : cxx_new_next(#name, size, align, NULL, 2);                                   \
+    }
+#define RP_CXX_NEW_ALIGNED_NOTHROW(name)                                                                               \
+    void *name(size_t size, size_t align, const void *nothrow);                                                        \
+    void *name(size_t size, size_t align, const void *nothrow)                                                         \
+    {                                                                                                                  \
+        void *p = cxx_new_aligned(size, align);                                                                        \
+        return RP_LIKELY(p != NULL) ? p : cxx_new_next(#name, size, align, nothrow, 3);                                \
+    }
+/* operator delete without a size (with one: _ZdlPvm above), in every form: free(). The
+ * alignment and nothrow_t arguments change nothing. */
+#define RP_CXX_DELETE(name)                                                                                            \
+    void name(void *p);                                                                                                \
+    void name(void *p) { free_impl(p); }
+#define RP_CXX_DELETE_WITH(name, extra)                                                                                \
+    void name(void *p, extra);                                                                                         \
+    void name(void *p, extra unused) { (void)unused; free_impl(p); }
+#define RP_CXX_DELETE_ALIGNED_NOTHROW(name)                                                                            \
+    void name(void *p, size_t align, const void *nothrow);                                                             \
+    void name(void *p, size_t align, const void *nothrow)                                                              \
+    {                                                                                                                  \
+        (void)align;                                                                                                   \
+        (void)nothrow;                                                                                                 \
+        free_impl(p);                                                                                                  \
+    }
+
+RP_CXX_NEW(_Znwm)                                          /* operator new(size_t) */
+RP_CXX_NEW(_Znam)                                          /* operator new[](size_t) */
+RP_CXX_NEW_NOTHROW(_ZnwmRKSt9nothrow_t)                    /* operator new(size_t, nothrow_t const&) */
+RP_CXX_NEW_NOTHROW(_ZnamRKSt9nothrow_t)                    /* operator new[](size_t, nothrow_t const&) */
+RP_CXX_NEW_ALIGNED(_ZnwmSt11align_val_t)                   /* operator new(size_t, align_val_t) */
+RP_CXX_NEW_ALIGNED(_ZnamSt11align_val_t)                   /* operator new[](size_t, align_val_t) */
+RP_CXX_NEW_ALIGNED_NOTHROW(_ZnwmSt11align_val_tRKSt9nothrow_t) /* ... align_val_t, nothrow_t const&) */
+RP_CXX_NEW_ALIGNED_NOTHROW(_ZnamSt11align_val_tRKSt9nothrow_t)
+RP_CXX_DELETE(_ZdlPv)                                           /* operator delete(void *) */
+RP_CXX_DELETE(_ZdaPv)                                           /* operator delete[](void *) */
+RP_CXX_DELETE_WITH(_ZdlPvRKSt9nothrow_t, const void *)          /* operator delete(void *, nothrow_t const&) */
+RP_CXX_DELETE_WITH(_ZdaPvRKSt9nothrow_t, const void *)
+RP_CXX_DELETE_WITH(_ZdlPvSt11align_val_t, size_t)               /* operator delete(void *, align_val_t) */
+RP_CXX_DELETE_WITH(_ZdaPvSt11align_val_t, size_t)
+RP_CXX_DELETE_ALIGNED_NOTHROW(_ZdlPvSt11align_val_tRKSt9nothrow_t)
+RP_CXX_DELETE_ALIGNED_NOTHROW(_ZdaPvSt11align_val_tRKSt9nothrow_t)
+
 void *__libc_malloc(size_t size);
 void *__libc_malloc(size_t size) { return malloc_impl(size); }
 void __libc_free(void *p);

@@ -1,5 +1,5 @@
 /* Hard corners of the malloc drop-in, run with librampart_malloc.so in LD_PRELOAD
- * (corners_test.sh): allocation in a constructor before main, dlopen/dlsym/dlerror (which
+ * (expect_ok_test.sh): allocation in a constructor before main, dlopen/dlsym/dlerror (which
  * allocate inside the loader), threads that exit (their caches go back), a pthread key
  * destructor that allocates after rampart's own has torn the thread's cache down, fork() while
  * other threads allocate, a pointer rampart never returned. rampart's own functions are
