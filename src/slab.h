@@ -238,6 +238,15 @@ static inline uint32_t rp_slab_live_stride(const uint64_t *meta, const uint64_t 
     return (w >> (g & 63)) & 1 ? (uint32_t)(m >> 16) & 0xffff : 0;
 }
 
+/* The stride of the slab holding offset off of the space (0: the slab holds no class), from its
+ * metadata word alone: written only when the slab is set up for a class, so it stays in every
+ * CPU's cache, where the bitmap word of rp_slab_live_stride is written by every allocation and
+ * free in its slab. Says nothing of whether a live block starts at off. */
+static inline uint32_t rp_slab_stride_at(const uint64_t *meta, uintptr_t off)
+{
+    return (uint32_t)(__atomic_load_n(&meta[off >> RP_SLAB_SHIFT], __ATOMIC_RELAXED) >> 16) & 0xffff;
+}
+
 /* The slab holding p, in the space, if p is a live block of it (its first byte, allocated
  * bit set), with its stride in *stride; NULL otherwise, for any p (outside the space too).
  * Reads no block. */

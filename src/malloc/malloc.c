@@ -1293,7 +1293,7 @@ static RP_NOINLINE void report_size_mismatch(void *p, size_t size, size_t usable
     rp_report_fault(&f);
 }
 
-static void free_with_size(void *p, size_t size, const char *what)
+static RP_NOINLINE void free_with_size_checked(void *p, size_t size, const char *what)
 {
     if (p && size) {
         size_t usable = malloc_usable_size(p);
@@ -1303,6 +1303,27 @@ static void free_with_size(void *p, size_t size, const char *what)
         }
     }
     free_impl(p);
+}
+
+/* The common case inline: a pointer into a slab of blocks of at least the size given (a live
+ * block's usable size is its slab's stride), read from the slab's metadata word, which no
+ * allocation writes; whether a live block starts there is free's to find out, as for any
+ * pointer into the slab space. Not in the hardened profile, whose check is against the request
+ * its seal keeps, nor in the debug flavour (the request in the block's metadata). */
+static inline __attribute__((always_inline)) void free_with_size(void *p, size_t size, const char *what)
+{
+    rp_tcache *tc = rp_tc_self;
+    if (RP_HOOK_PREFIX == 0 && RP_LIKELY(tc != NULL) && !tc->hardened && ((uintptr_t)p & (RP_GRANULE - 1)) == 0) {
+        uintptr_t off = (uintptr_t)p - tc->slab_lo;
+        if (RP_LIKELY(off < tc->slab_len)) {
+            uint32_t stride = rp_slab_stride_at(tc->slab_meta, off);
+            if (RP_LIKELY(stride != 0 && size <= stride)) {
+                free_impl(p);
+                return;
+            }
+        }
+    }
+    free_with_size_checked(p, size, what);
 }
 
 void free_sized(void *p, size_t size);
