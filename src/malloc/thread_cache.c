@@ -305,6 +305,27 @@ static void flush_pages(rp_tcache *tc, unsigned i, uint32_t keep)
     release_blocks(ptrs, n);
 }
 
+/* Files class bin c, whose reservation goes from `from` to `to` bytes, under its new level
+ * (T3). */
+static void level_move(rp_tcache *tc, unsigned c, size_t from, size_t to)
+{
+    uint64_t bit = (uint64_t)1 << (c & 63);
+    if (from) {
+        unsigned k = rp_fls(from);
+        tc->by_level[k][c >> 6] &= ~bit;
+        int listed = 0;
+        for (unsigned w = 0; w < sizeof tc->by_level[k] / sizeof tc->by_level[k][0]; w++)
+            listed |= tc->by_level[k][w] != 0;
+        if (!listed)
+            tc->level_mask &= ~(1u << k);
+    }
+    if (to) {
+        unsigned k = rp_fls(to);
+        tc->by_level[k][c >> 6] |= bit;
+        tc->level_mask |= 1u << k;
+    }
+}
+
 /* Sets class bin c's limit (at most bin_max[c]); the room follows (T3). A bin holding more
  * than a lower limit is flushed down to half of it first, so that what goes to the transfer
  * cache is a batch worth taking back (a bin one block over its new limit would send a batch
@@ -314,7 +335,9 @@ static void set_limit(rp_tcache *tc, unsigned c, uint32_t limit)
     rp_tc_bin *bin = &tc->bins[c];
     if (bin->count > limit)
         flush_tail(tc, c, limit / 2);
-    ptrdiff_t freed = ((ptrdiff_t)bin->limit - (ptrdiff_t)limit) * (ptrdiff_t)rp_tc_class_size(c);
+    size_t cs = rp_tc_class_size(c);
+    ptrdiff_t freed = ((ptrdiff_t)bin->limit - (ptrdiff_t)limit) * (ptrdiff_t)cs;
+    level_move(tc, c, (size_t)bin->limit * cs, (size_t)limit * cs);
     bin->limit = limit;
     __atomic_store_n(&tc->room, tc->room + freed, __ATOMIC_RELAXED);
 }
@@ -349,21 +372,37 @@ void rp_tc_flush_all(rp_tcache *tc)
         flush_pages(tc, i, 0);
 }
 
+/* The class bin with the largest reservation, `except` aside (RP_TC_CLASSES: none has one):
+ * the largest among the bins of the highest level that lists any but `except` (T3), usually a
+ * few bins, not all of them. */
+static unsigned largest_class_bin(const rp_tcache *tc, unsigned except)
+{
+    for (uint32_t mask = tc->level_mask; mask; mask &= ~(1u << rp_fls(mask))) {
+        const uint64_t *level = tc->by_level[rp_fls(mask)];
+        unsigned best = RP_TC_CLASSES;
+        size_t best_bytes = 0;
+        for (unsigned w = 0; w < sizeof tc->by_level[0] / sizeof tc->by_level[0][0]; w++)
+            for (uint64_t bins = level[w]; bins; bins &= bins - 1) {
+                unsigned c = 64 * w + (unsigned)__builtin_ctzll(bins);
+                size_t b = (size_t)tc->bins[c].limit * rp_tc_class_size(c);
+                if (c != except && b > best_bytes) {
+                    best = c;
+                    best_bytes = b;
+                }
+            }
+        if (best < RP_TC_CLASSES)
+            return best;
+    }
+    return RP_TC_CLASSES;
+}
+
 /* Halves what counts most against the cap (T3), class bin `except` aside: the largest class
  * bin reservation (its blocks above the new limit flushed) or the fullest page bin. 0 when
  * nothing is left to halve. */
 static int halve_largest(rp_tcache *tc, unsigned except)
 {
-    unsigned best = 0, best_is_page = 0;
-    size_t best_bytes = 0;
-    for (unsigned c = 0; c < RP_TC_CLASSES; c++) {
-        size_t b = (size_t)tc->bins[c].limit * rp_tc_class_size(c);
-        if (b > best_bytes && c != except) {
-            best_bytes = b;
-            best = c;
-            best_is_page = 0;
-        }
-    }
+    unsigned best = largest_class_bin(tc, except), best_is_page = 0;
+    size_t best_bytes = best < RP_TC_CLASSES ? (size_t)tc->bins[best].limit * rp_tc_class_size(best) : 0;
     for (unsigned i = 0; i < RP_TC_PAGE_BINS; i++) {
         size_t b = (size_t)tc->pbins[i].count * rp_tc_page_bin_bytes(i);
         if (b > best_bytes) {

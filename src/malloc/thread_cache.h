@@ -49,7 +49,10 @@
  *       caches");
  *   T3  cap - room is the sum of limit * class_size(c) over the class bins (reserved), of
  *       count * pages over the page bins (held) and of left * class_size(c) over the runs
- *       (held, T6), and room >= 0;
+ *       (held, T6), and room >= 0; a class bin with a reservation r > 0 is listed in
+ *       by_level[fls(r)] and nowhere else, one without in none, and bit k of level_mask is
+ *       set exactly when by_level[k] lists a bin (making room finds the largest reservation
+ *       among the bins of the highest level, not among all bins);
  *   T4  a class-bin block is held by a cache (a thread cache's bin or run, an arena's transfer
  *       cache, transfer_cache.h) exactly when its cache mark is RP_CACHE_MARK_CACHED, a page-bin
  *       block exactly when RP_PAGEF_CACHED is set: a refill or a run marks the blocks it takes,
@@ -188,6 +191,8 @@ typedef struct rp_tcache {
     rp_hq_entry quarantine[RP_HQ_SLOTS]; /* T7 */
     uint64_t refills;        /* slow-path counters, relaxed atomic */
     uint64_t flushes;
+    uint32_t level_mask;     /* T3: the levels that list class bins */
+    uint64_t by_level[32][(RP_TC_CLASSES + 63) / 64]; /* T3: class bins by their reservation's top bit */
     struct rp_tcache *next, *prev; /* list of all caches (stats, fork) */
     size_t slot_count;       /* length of slot_store: the sum of bin_max */
     uint16_t bin_max[RP_TC_CLASSES]; /* T2: the most blocks class bin c may ever hold */

@@ -69,9 +69,22 @@ int rp_tc_check(rp_tcache *tc, char *why, size_t len)
         if (bin->limit > tc->bin_max[c])
             return rp_why(why, len, "T2: bin %u's limit %u is above its stretch of %u slots", c, bin->limit,
                           tc->bin_max[c]);
+        size_t reserved = (size_t)bin->limit * rp_tc_class_size(c);
+        for (unsigned k = 0; k < 32; k++)
+            if (((tc->by_level[k][c >> 6] >> (c & 63)) & 1) != (reserved && rp_fls(reserved) == k))
+                return rp_why(why, len, "T3: bin %u (reserving %zu bytes) is %slisted at level %u", c, reserved,
+                              reserved && rp_fls(reserved) == k ? "not " : "", k);
         expect += tc->bin_max[c] + RP_TC_SLOT_PAD;
         counted += (size_t)bin->limit * rp_tc_class_size(c);
         listed += bin->count;
+    }
+    for (unsigned k = 0; k < 32; k++) {
+        int listed = 0;
+        for (unsigned w = 0; w < sizeof tc->by_level[k] / sizeof tc->by_level[k][0]; w++)
+            listed |= tc->by_level[k][w] != 0;
+        if (listed != (int)((tc->level_mask >> k) & 1))
+            return rp_why(why, len, "T3: level %u %s bins but its mask bit is %s", k, listed ? "lists" : "lists no",
+                          listed ? "clear" : "set");
     }
     for (unsigned i = 0; i < RP_TC_PAGE_BINS; i++) {
         const rp_tc_pbin *pb = &tc->pbins[i];
