@@ -1325,6 +1325,21 @@ void _ZdaPvmSt11align_val_t(void *p, size_t size, size_t align)
 }
 /* ---- C++ operator new and delete ------------------------------------------------------ */
 
+/* Not under a sanitizer: its runtime brings operators that pair with its own allocator, which
+ * keeps serving the runtime and libc there (src/malloc/sanitizers.bzl); a fuzzer's C++ runtime
+ * mixing the two failed on its first delete. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define RP_CXX_OPERATORS 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define RP_CXX_OPERATORS 0
+#endif
+#endif
+#ifndef RP_CXX_OPERATORS
+#define RP_CXX_OPERATORS 1
+#endif
+#if RP_CXX_OPERATORS
+
 /* The C++ runtime's operators would each add a call through the PLT around malloc and free;
  * these are the same fast paths, and the return address the heap profiler records is the
  * program's. operator new never returns NULL: when rampart has no block, the next definition
@@ -1418,6 +1433,7 @@ RP_CXX_DELETE_WITH(_ZdlPvSt11align_val_t, size_t)               /* operator dele
 RP_CXX_DELETE_WITH(_ZdaPvSt11align_val_t, size_t)
 RP_CXX_DELETE_ALIGNED_NOTHROW(_ZdlPvSt11align_val_tRKSt9nothrow_t)
 RP_CXX_DELETE_ALIGNED_NOTHROW(_ZdaPvSt11align_val_tRKSt9nothrow_t)
+#endif /* RP_CXX_OPERATORS */
 
 void *__libc_malloc(size_t size);
 void *__libc_malloc(size_t size) { return malloc_impl(size); }
