@@ -7,8 +7,9 @@
  *      of every quarantined block (a write after free still in quarantine) and of free span
  *      memory (a write after free after it) — and each violation is reported as at a free,
  *      with the block's history (then the process aborts, unless on_error=continue);
- *   2. leak_report: the leak check (leak_report.h), then exit status leak_exit_code if it
- *      found leaks and the option is set. */
+ *   2. leak_report: the leak check (leak_report.h), reading this thread's stack from the frame
+ *      that called exit() (exit_caller.h), then exit status leak_exit_code if it found leaks
+ *      and the option is set. */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <string.h>
@@ -17,6 +18,7 @@
 #include "block_check.h"
 #include "config.h"
 #include "debug_report.h"
+#include "exit_caller.h"
 #include "leak_report.h"
 #include "poison.h"
 #include "report_sink.h"
@@ -130,7 +132,10 @@ __attribute__((noinline)) static void at_exit(void)
         verify_all_heaps();
     if (!cfg->leak_report)
         return;
-    size_t leaked = rp_leak_check_from(NULL, -1, sp);
+    rp_exit_caller caller;
+    size_t leaked = rp_exit_caller_find(&caller) == 0
+                        ? rp_leak_check_from(NULL, -1, caller.sp, caller.regs, caller.nregs)
+                        : rp_leak_check_from(NULL, -1, sp, NULL, 0);
     if (leaked && cfg->leak_exit_code) {
         fflush(NULL);
         _exit(cfg->leak_exit_code);

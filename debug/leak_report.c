@@ -139,10 +139,11 @@ static void warn_scan(const rp_leak_scan *s, int fd)
     rp_sink_flush(&b);
 }
 
-__attribute__((noinline)) size_t rp_leak_check_from(rp_heap *only, int fd, uintptr_t caller_sp)
+__attribute__((noinline)) size_t rp_leak_check_from(rp_heap *only, int fd, uintptr_t caller_sp, const uintptr_t *regs,
+                                                    size_t nregs)
 {
     rp_leak_scan s;
-    rp_leak_scan_run(&s, caller_sp, NULL, 0);
+    rp_leak_scan_run(&s, caller_sp, regs, nregs);
     if (s.failed || s.not_stopped)
         warn_scan(&s, fd);
     size_t n = s.failed ? 0 : report(&s, only, fd);
@@ -155,7 +156,7 @@ __attribute__((noinline)) size_t rp_leak_report(rp_heap *h, int fd)
     uintptr_t sp = RP_CALLER_SP();
     if (h && !rp_heap_resolve(h))
         return 0;
-    return rp_leak_check_from(h, fd, sp);
+    return rp_leak_check_from(h, fd, sp, NULL, 0);
 }
 
 int rp_set_not_leak(const void *p)

@@ -131,7 +131,11 @@ static void tls_roots(uintptr_t tp, const rp_maps *maps, rp_root_fn fn, void *ar
 void rp_roots_thread(const rp_thread_regs *t, const rp_maps *maps, rp_root_fn fn, void *arg)
 {
     if (t->sp) {
-        uintptr_t lo = t->sp > RED_ZONE ? t->sp - RED_ZONE : 0;
+        /* A stopped thread was interrupted, maybe in a leaf function using the red zone; the
+         * caller's own sp is exact, and below it lie the scanner's frames, full of block
+         * addresses. */
+        uintptr_t below = __atomic_load_n(&t->state, __ATOMIC_ACQUIRE) == RP_THREAD_SELF ? 0 : RED_ZONE;
+        uintptr_t lo = t->sp > below ? t->sp - below : 0;
         const rp_map_range *m = rp_maps_find(maps, t->sp);
         if (m)
             clipped(maps, t->sp, lo, m->hi, "stack", fn, arg);

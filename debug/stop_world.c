@@ -131,7 +131,15 @@ static int install(void)
     sa.sa_sigaction = stop_handler;
     sa.sa_flags = SA_SIGINFO | SA_RESTART;
     sigfillset(&sa.sa_mask);
-    previous = now;
+    /* Only the handler and flags are kept. glibc copies a whole sigset_t out of its own stack
+     * frame, of which the kernel filled the first word: the rest is stale stack, block
+     * addresses among it, and `previous` is a root of the leak scan. */
+    memset(&previous, 0, sizeof previous);
+    previous.sa_flags = now.sa_flags;
+    if (now.sa_flags & SA_SIGINFO)
+        previous.sa_sigaction = now.sa_sigaction;
+    else
+        previous.sa_handler = now.sa_handler;
     return sigaction(RP_STOP_SIGNAL, &sa, NULL);
 }
 

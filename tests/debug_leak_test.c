@@ -5,7 +5,10 @@
  * rp_leak_report(heap, fd) in this process. Reachability across heaps and caller regions: a
  * block in a caller region held in .bss is leaked when nothing points to it (the region is
  * not a root), its child in another heap is an indirect leak, a pointer into the middle of a
- * block keeps it, and a block marked with rp_set_not_leak keeps what it points to. */
+ * block keeps it, and a block marked with rp_set_not_leak keeps what it points to. Copies of a
+ * block's address left on the dead stack below the caller (where the functions that handled it
+ * ran, and where the scan and the libraries it calls run next) are no roots: the block is
+ * still leaked, on demand and at exit. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -128,6 +131,66 @@ __attribute__((noinline)) void on_demand_program(void)
     KEEP_FRAME();
 }
 
+/* A new report file under TEST_TMPDIR. */
+static int report_file(const char *name)
+{
+    const char *dir = getenv("TEST_TMPDIR");
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir ? dir : "/tmp", name);
+    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+    REQUIRE(fd >= 0);
+    return fd;
+}
+
+/* The file's text, in a buffer the next call overwrites. */
+static const char *report_text(int fd)
+{
+    static char text[65536];
+    ssize_t n = pread(fd, text, sizeof text - 1, 0);
+    text[n > 0 ? n : 0] = 0;
+    return text;
+}
+
+/* A block whose address its handlers left all over the stack below the caller. */
+#define HIDE ((uintptr_t)0x5a5a5a5a5a5a5a5aull)
+static uintptr_t stale_hidden;
+
+__attribute__((noinline)) void *stale_site(void)
+{
+    void *p = rp_alloc(NULL, 33, 0);
+    KEEP_FRAME();
+    return p;
+}
+
+__attribute__((noinline)) static void spread_copies(void *p)
+{
+    volatile uintptr_t copies[4096];
+    for (size_t i = 0; i < sizeof copies / sizeof copies[0]; i++)
+        copies[i] = (uintptr_t)p;
+    KEEP_FRAME();
+}
+
+__attribute__((noinline)) static void leave_stale_copies(void)
+{
+    void *p = stale_site();
+    spread_copies(p);
+    stale_hidden = (uintptr_t)p ^ HIDE;
+    KEEP_FRAME();
+}
+
+/* Must run before any other scan of this process: the first one installs the stop signal. */
+static void check_stale_copies(void)
+{
+    leave_stale_copies();
+    int fd = report_file("stale.txt");
+    CHECK(rp_leak_report(NULL, fd) == 1);
+    const char *text = report_text(fd);
+    CHECKF(strstr(text, "Direct leak of 33 byte(s) in 1 object(s)") && strstr(text, "in stale_site"),
+           "stale copies kept the block:\n%s", text);
+    close(fd);
+    rp_free((void *)(stale_hidden ^ HIDE));
+}
+
 static void check_on_demand(void)
 {
     rp_heap_config cfg = {0};
@@ -135,16 +198,9 @@ static void check_on_demand(void)
     target = rp_heap_create(&cfg);
     REQUIRE(target);
     on_demand_program();
-    const char *dir = getenv("TEST_TMPDIR");
-    char path[512];
-    snprintf(path, sizeof path, "%s/leaks.txt", dir ? dir : "/tmp");
-    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
-    REQUIRE(fd >= 0);
+    int fd = report_file("leaks.txt");
     CHECK(rp_leak_report(target, fd) == 5);
-    static char text[65536];
-    ssize_t n = pread(fd, text, sizeof text - 1, 0);
-    text[n > 0 ? n : 0] = 0;
-    check_two_site_report(text, "leaky", "leaky_program");
+    check_two_site_report(report_text(fd), "leaky", "leaky_program");
 
     /* A heap marked reachable by design reports nothing. */
     rp_heap_set_not_leak(target, 1);
@@ -230,22 +286,15 @@ static void check_reachability(void)
     make_reachability_case(region_heap, other);
     wipe_stack();
 
-    const char *dir = getenv("TEST_TMPDIR");
-    char path[512];
-    snprintf(path, sizeof path, "%s/reach.txt", dir ? dir : "/tmp");
-    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
-    REQUIRE(fd >= 0);
-    static char text[65536];
+    int fd = report_file("reach.txt");
     CHECK(rp_leak_report(region_heap, fd) == 1);
-    ssize_t n = pread(fd, text, sizeof text - 1, 0);
-    text[n > 0 ? n : 0] = 0;
+    const char *text = report_text(fd);
     CHECKF(count_of(text, "leak of ") == 1 && strstr(text, "Direct leak of 40 byte(s) in 1 object(s)") &&
                strstr(text, "in region_parent"),
            "region heap:\n%s", text);
     REQUIRE(ftruncate(fd, 0) == 0 && lseek(fd, 0, SEEK_SET) == 0);
     CHECK(rp_leak_report(other, fd) == 1);
-    n = pread(fd, text, sizeof text - 1, 0);
-    text[n > 0 ? n : 0] = 0;
+    text = report_text(fd);
     CHECKF(count_of(text, "leak of ") == 1 && strstr(text, "Indirect leak of 24 byte(s) in 1 object(s)") &&
                strstr(text, "in region_parent") && !strstr(text, "keep_through"),
            "other heap:\n%s", text);
@@ -265,6 +314,10 @@ int main(int argc, char **argv)
         leaky_program();
         return 0;
     }
+    if (argc == 2 && strcmp(argv[1], "stale") == 0) {
+        leave_stale_copies();
+        return 0;
+    }
     static child_result r;
     REQUIRE(run_child("leaky", "leak_report=1:leak_exit_code=23", &r) == 0);
     CHECKF(r.exited && r.code == 23, "exit status %d (signal %d), expected 23", r.code, r.signal);
@@ -273,6 +326,11 @@ int main(int argc, char **argv)
     /* leak_report off: no report, normal exit. */
     REQUIRE(run_child("leaky", "leak_exit_code=23", &r) == 0);
     CHECKF(r.exited && r.code == 0 && strstr(r.err, "leak of") == NULL, "report without leak_report:\n%s", r.err);
+    REQUIRE(run_child("stale", "leak_report=1:leak_exit_code=23", &r) == 0);
+    CHECKF(r.exited && r.code == 23 && strstr(r.err, "Direct leak of 33 byte(s) in 1 object(s)") &&
+               strstr(r.err, "in stale_site"),
+           "exit status %d; stale copies kept the block at exit:\n%s", r.code, r.err);
+    check_stale_copies();
     check_on_demand();
     check_reachability();
     TEST_MAIN_END();
