@@ -35,9 +35,9 @@ static unsigned usable_cpus(void)
     return n > 0 ? (unsigned)n : 1;
 }
 
-/* Each arena's transfer cache holds up to four thread caches' worth, a quarter of one in
- * batches its own threads put (transfer_cache.h: own batches); none in the debug flavour,
- * where nothing is cached. */
+/* Each arena's transfer cache holds up to four thread caches' worth; while the arena is the
+ * own arena of one thread, a quarter of one in batches that thread puts (transfer_cache.h:
+ * own batches). None in the debug flavour, where nothing is cached. */
 static size_t transfer_cap(void)
 {
 #ifdef RAMPART_DEBUG

@@ -608,6 +608,26 @@ static inline __attribute__((always_inline)) void free_slab_block(rp_tcache *tc,
     rp_tc_push_bin(tc, bin, p, mark);
 }
 
+/* free's common case for a slab block at offset off of the slab space (release flavour): a
+ * live block whose mark is clear, its bin below its limit, the cache not hardened, goes to its
+ * bin; 0 for anything else, which free_slab_block sorts out. Only reads and stores: free's
+ * fast path then ends in jumps and saves no registers. */
+static inline __attribute__((always_inline)) int cache_slab_block(rp_tcache *tc, void *p, uintptr_t off)
+{
+    uint32_t stride = rp_slab_live_stride(tc->slab_meta, tc->slab_bits, off);
+    if (RP_UNLIKELY(stride == 0))
+        return 0;
+    rp_tc_bin *bin = rp_tc_small_bin_of_block(tc, stride + RP_USER_OFFSET);
+    uint8_t *mark = tc->slab_marks + (off >> 4);
+    uint32_t count = bin->count;
+    if (RP_UNLIKELY(rp_cache_mark_busy(mark) || count >= bin->limit || tc->hardened))
+        return 0;
+    bin->slots[count] = p;
+    __atomic_store_n(&bin->count, count + 1, __ATOMIC_RELAXED);
+    rp_cache_mark_set(mark);
+    return 1;
+}
+
 /* A pointer in the slab space the fast path did not take (the thread has no cache, or p is
  * not 16-byte aligned): through the thread's cache if it can have one, else straight back to
  * its slab. */
@@ -788,6 +808,9 @@ static inline __attribute__((always_inline)) void free_span_examined(rp_tcache *
  * wider copy would wait for them.) */
 static RP_NOINLINE void examine_slow(rp_tcache *tc, void *p) { free_slab_block(tc, p); }
 
+/* free_span_examined out of line: free's fast path calls nothing but in tail position. */
+static RP_NOINLINE void free_span_out_of_line(rp_tcache *tc, void *p) { free_span_examined(tc, p); }
+
 static RP_NOINLINE void examine_collected(rp_tcache *tc, uint32_t n)
 {
     void *rest[RP_TC_FREED_MAX];
@@ -859,13 +882,19 @@ static inline __attribute__((always_inline)) void free_impl(void *p)
                 collect_free(tc, p); /* counted when examined */
             } else {
                 rp_tc_count_frees(tc, 1);
-                free_slab_block(tc, p);
+                if (RP_HOOK_PREFIX != 0)
+                    free_slab_block(tc, p);
+                else if (RP_UNLIKELY(!cache_slab_block(tc, p, (uintptr_t)p - tc->slab_lo)))
+                    examine_slow(tc, p);
             }
             return;
         }
         if (((uintptr_t)p & (RP_PAGE_SIZE - RP_GRANULE)) != 0) {
             rp_tc_count_frees(tc, 1);
-            free_span_examined(tc, p);
+            if (RP_HOOK_PREFIX != 0)
+                free_span_examined(tc, p);
+            else
+                free_span_out_of_line(tc, p);
             return;
         }
     }

@@ -471,10 +471,11 @@ void rp_tc_push_slow(rp_tcache *tc, void *p, uint8_t *mark, unsigned c)
     errno = saved;
 }
 
-void rp_tc_unmark_span(const void *p)
+void *rp_tc_unmark_span(void *p)
 {
     rp_region *r = rp_pagemap_lookup(p);
     rp_cache_mark_clear(rp_cache_mark_in(r, p)); /* a cached span block's region keeps marks (T4) */
+    return p;
 }
 
 /* The bin is full: it grows if it may, else its older half is flushed. A bin that can
