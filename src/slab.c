@@ -108,11 +108,12 @@ static rp_slab *space_take(rp_slab_space *s, rp_slab_pool *pool)
             c = s->next_chunk++;
             pool->chunk = c + 1;
             /* Not a pool's first two chunks: most pools (a thread's arena) hold a few slabs,
-             * and the first block written in an advised 2 MiB page faults in all of it (a
-             * program of 100 KB of small blocks paid 2 MiB of RSS). One slab per class
-             * already fills most of a chunk (espresso took 66 slabs for 0.9 MB of blocks and
-             * paid a huge page for the two in its second chunk). A pool that has used up two
-             * chunks is a heavy user, for whom one fault per 2 MiB beats one per 4 KiB. */
+             * and the first block written in an advised 2 MiB page faults in all of it: a
+             * small program would pay a huge page for a few KiB of blocks. One slab per class
+             * already fills most of a chunk, so a program of a few MiB would pay one for the
+             * few slabs in its second chunk (docs/BENCHMARKS.md, "Huge pages"). A pool that
+             * has used up two chunks is a heavy user, for whom one fault per 2 MiB beats one
+             * per 4 KiB. */
             if (pool->chunks_taken++ >= RP_SLAB_CHUNKS_BEFORE_HUGE && s->advise_huge_pages)
                 advise = c;
             /* The guard slab: an overflow running out of the chunk faults there. If the OS

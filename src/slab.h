@@ -223,6 +223,15 @@ static inline uint32_t rp_slab_index(uint32_t recip, uint32_t off)
     return (uint32_t)(((uint64_t)off * recip) >> 32);
 }
 
+/* The stride of the slab holding offset off of the space (0: the slab holds no class), from its
+ * metadata word alone: written only when the slab is set up for a class, so it stays in every
+ * CPU's cache, where the bitmap word of rp_slab_live_stride is written by every allocation and
+ * free in its slab. Says nothing of whether a live block starts at off. */
+static inline uint32_t rp_slab_stride_at(const uint64_t *meta, uintptr_t off)
+{
+    return (uint32_t)(__atomic_load_n(&meta[off >> RP_SLAB_SHIFT], __ATOMIC_RELAXED) >> 16) & 0xffff;
+}
+
 /* The stride of the live block at offset off (16-byte aligned) of the space whose meta and
  * bits arrays are given (free()'s test, with the arrays' addresses at hand), or 0 if no live
  * block starts there: two loads that do not wait for each other (the metadata word and the
@@ -233,18 +242,9 @@ static inline uint32_t rp_slab_live_stride(const uint64_t *meta, const uint64_t 
 {
     size_t slab = off >> RP_SLAB_SHIFT;
     uint32_t g = (uint32_t)(off & (RP_SLAB_BYTES - 1)) >> 4;
-    uint64_t m = __atomic_load_n(&meta[slab], __ATOMIC_RELAXED);
+    uint32_t stride = rp_slab_stride_at(meta, off);
     uint64_t w = __atomic_load_n(&bits[slab * RP_SLAB_WORDS + (g >> 6)], __ATOMIC_RELAXED);
-    return (w >> (g & 63)) & 1 ? (uint32_t)(m >> 16) & 0xffff : 0;
-}
-
-/* The stride of the slab holding offset off of the space (0: the slab holds no class), from its
- * metadata word alone: written only when the slab is set up for a class, so it stays in every
- * CPU's cache, where the bitmap word of rp_slab_live_stride is written by every allocation and
- * free in its slab. Says nothing of whether a live block starts at off. */
-static inline uint32_t rp_slab_stride_at(const uint64_t *meta, uintptr_t off)
-{
-    return (uint32_t)(__atomic_load_n(&meta[off >> RP_SLAB_SHIFT], __ATOMIC_RELAXED) >> 16) & 0xffff;
+    return (w >> (g & 63)) & 1 ? stride : 0;
 }
 
 /* The slab holding p, in the space, if p is a live block of it (its first byte, allocated

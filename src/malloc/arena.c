@@ -74,7 +74,7 @@ static rp_heap *arena_create_locked(unsigned i)
      * they touch, not a whole 2 MiB page the kernel may first have to compact memory for
      * (docs/BENCHMARKS.md, "Huge pages"). Nor are the next ones until the arena holds 4 MiB
      * of regions (RP_HEAP_HUGE_PAGES_LATE): a program of a few MiB pays a huge page for most
-     * of its heap otherwise (espresso: 9.1 against 6.7 MB). */
+     * of its heap otherwise. */
     cfg.region_bytes = RP_ARENA_FIRST_REGION;
     h = rp_heap_create(&cfg);
     if (!h)

@@ -313,10 +313,7 @@ static void level_move(rp_tcache *tc, unsigned c, size_t from, size_t to)
     if (from) {
         unsigned k = rp_fls(from);
         tc->by_level[k][c >> 6] &= ~bit;
-        int listed = 0;
-        for (unsigned w = 0; w < sizeof tc->by_level[k] / sizeof tc->by_level[k][0]; w++)
-            listed |= tc->by_level[k][w] != 0;
-        if (!listed)
+        if (!rp_tc_level_lists_any(tc, k))
             tc->level_mask &= ~(1u << k);
     }
     if (to) {

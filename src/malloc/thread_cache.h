@@ -225,6 +225,15 @@ static inline uint8_t *rp_tc_mark_of(const rp_tcache *tc, const void *p)
     return r ? rp_cache_mark_in(r, p) : NULL;
 }
 
+/* 1 if level k of the class bins' T3 filing lists any bin. */
+static inline int rp_tc_level_lists_any(const rp_tcache *tc, unsigned k)
+{
+    uint64_t any = 0;
+    for (unsigned w = 0; w < sizeof tc->by_level[k] / sizeof tc->by_level[k][0]; w++)
+        any |= tc->by_level[k][w];
+    return any != 0;
+}
+
 /* The bytes of a block of page bin i (i + 1 pages; T3 counts them). */
 static inline size_t rp_tc_page_bin_bytes(unsigned i) { return (size_t)(i + 1) << RP_PAGE_SHIFT; }
 

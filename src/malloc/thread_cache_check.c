@@ -79,9 +79,7 @@ int rp_tc_check(rp_tcache *tc, char *why, size_t len)
         listed += bin->count;
     }
     for (unsigned k = 0; k < 32; k++) {
-        int listed = 0;
-        for (unsigned w = 0; w < sizeof tc->by_level[k] / sizeof tc->by_level[k][0]; w++)
-            listed |= tc->by_level[k][w] != 0;
+        int listed = rp_tc_level_lists_any(tc, k);
         if (listed != (int)((tc->level_mask >> k) & 1))
             return rp_why(why, len, "T3: level %u %s bins but its mask bit is %s", k, listed ? "lists" : "lists no",
                           listed ? "clear" : "set");
