@@ -128,7 +128,9 @@ void rp_heap_destroy(rp_heap *h);
 rp_heap *rp_default_heap(void);
 
 /* The heap owning p (a pointer returned by rampart and not yet freed), or NULL if p is not
- * inside any rampart heap's memory. Never reports; meant for tools and dispatchers. */
+ * inside any rampart heap's memory. Small blocks of the release malloc drop-in live in its
+ * slabs, which belong to no heap: NULL for them too (malloc_usable_size answers for them).
+ * Never reports; meant for tools and dispatchers. */
 rp_heap *rp_heap_of(const void *p);
 
 /* The heap's name (as given in its configuration, or "default"/"heap"). */
