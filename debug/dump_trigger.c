@@ -35,6 +35,7 @@
 #include "debug/dump_request.h"
 #include "src/clock.h"
 #include "src/options.h"
+#include "src/signal_action.h"
 
 /* Tells the options parser that this library has the dump writer (src/options.h). */
 const char rp_options_part_dump = 1;
@@ -203,7 +204,7 @@ static void start_signal_dumps(int sig)
         return;
     }
     dump_sig = sig;
-    previous_action = old;
+    rp_sigaction_keep(&previous_action, &old); /* not a copy: src/signal_action.h */
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_dump_signal;

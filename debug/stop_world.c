@@ -14,6 +14,7 @@
 #include "src/bits.h"
 #include "src/os.h"
 #include "src/secret.h"
+#include "src/signal_action.h"
 
 #define ANSWER_SECONDS 2 /* how long a thread may take to answer the signal */
 #define LIST_ROUNDS 16   /* listings until no thread is new (threads starting meanwhile) */
@@ -131,15 +132,7 @@ static int install(void)
     sa.sa_sigaction = stop_handler;
     sa.sa_flags = SA_SIGINFO | SA_RESTART;
     sigfillset(&sa.sa_mask);
-    /* Only the handler and flags are kept. glibc copies a whole sigset_t out of its own stack
-     * frame, of which the kernel filled the first word: the rest is stale stack, block
-     * addresses among it, and `previous` is a root of the leak scan. */
-    memset(&previous, 0, sizeof previous);
-    previous.sa_flags = now.sa_flags;
-    if (now.sa_flags & SA_SIGINFO)
-        previous.sa_sigaction = now.sa_sigaction;
-    else
-        previous.sa_handler = now.sa_handler;
+    rp_sigaction_keep(&previous, &now); /* not `previous = now`: src/signal_action.h */
     return sigaction(RP_STOP_SIGNAL, &sa, NULL);
 }
 

@@ -19,6 +19,7 @@
 #include "src/outside_blocks.h"
 #include "src/region.h"
 #include "src/report.h"
+#include "src/signal_action.h"
 
 enum { SLOT_FREE = 0, SLOT_LIVE, SLOT_QUARANTINED };
 
@@ -282,7 +283,10 @@ int rp_gp_setup(void)
     sa.sa_sigaction = on_fault;
     sa.sa_flags = SA_SIGINFO | SA_NODEFER;
     sigemptyset(&sa.sa_mask);
-    sigaction(SIGSEGV, &sa, &previous_segv);
+    struct sigaction old;
+    memset(&old, 0, sizeof old);
+    if (sigaction(SIGSEGV, &sa, &old) == 0)
+        rp_sigaction_keep(&previous_segv, &old); /* not read back in place: src/signal_action.h */
     outside.lo = rp_gp_lo;
     outside.hi = rp_gp_hi;
     rp_outside_blocks_set(&outside);
