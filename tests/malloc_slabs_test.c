@@ -148,6 +148,7 @@ static void test_misuse(void)
      * slab, never used). */
     char *nowhere = (char *)rp_ms_space.base + rp_ms_space.len - RP_SLAB_BYTES;
     do_free(nowhere);
+    rp_malloc_free_collected(rp_tc_self);
     CHECK(reports[RP_ERR_INVALID_FREE] == 2 && last_address == nowhere);
     /* Nothing was cached twice, nothing lost. */
     do_free(q);
