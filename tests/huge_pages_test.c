@@ -163,9 +163,9 @@ static void heap_flag_cases(void)
     CHECK(rp_heap_create(&bad) == NULL && errno == EINVAL);
 }
 
-/* A new thread's cache gets an arena of its own (round-robin; this test's main thread has
- * arena 0). Its first region is smaller than a huge page and not advised: a thread that
- * allocates little faults in only what it touches. Once the arena holds 4 MiB of regions (1,
+/* A new thread's cache gets an arena of its own (the one fewest threads use; this test's main
+ * thread has arena 0). Its first region is smaller than a huge page and not advised: a thread
+ * that allocates little faults in only what it touches. Once the arena holds 4 MiB of regions (1,
  * 2 and 4 MiB: past 7 MiB of blocks), blocks come from regions advised as arena 0's are (when
  * the drop-in's option is on). */
 typedef struct thread_result {

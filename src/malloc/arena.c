@@ -17,7 +17,6 @@ static rp_xfer arena_xfers[RP_MAX_ARENAS];
 /* Their slab pools (malloc_slabs.h), under the arenas' heap locks. */
 static rp_slab_pool arena_pools[RP_MAX_ARENAS];
 static unsigned narenas = 1;
-static unsigned next_arena;            /* atomic round-robin counter */
 static pthread_mutex_t arenas_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* One block-check key for every arena (A3), so free() can validate a block header without
@@ -118,16 +117,39 @@ rp_heap *rp_arena_fallback(void)
     return h ? h : rp_default_heap();
 }
 
+/* The arena with the fewest live thread caches, an existing one before one not yet created,
+ * the lowest index among equals. A program that replaces its threads (a worker per round, a
+ * pool that shrinks and grows) keeps them on the arenas that already hold its memory: handed
+ * round-robin, two short-lived threads in turn took arena 0, where the main thread was, and
+ * arena 1, whose free pages then stood idle while arena 0 mapped more (docs/BENCHMARKS.md,
+ * "Arena choice"). Thread creation only: the scan is at most RP_MAX_ARENAS loads. */
+static unsigned least_loaded_locked(void)
+{
+    unsigned best = 0, best_threads = UINT32_MAX;
+    int best_exists = 0;
+    for (unsigned i = 0; i < narenas; i++) {
+        int exists = __atomic_load_n(&arenas[i], __ATOMIC_ACQUIRE) != NULL;
+        unsigned threads = exists ? __atomic_load_n(&arena_xfers[i].threads, __ATOMIC_RELAXED) : 0;
+        if (threads < best_threads || (threads == best_threads && exists && !best_exists)) {
+            best = i;
+            best_threads = threads;
+            best_exists = exists;
+        }
+    }
+    return best;
+}
+
 rp_heap *rp_arena_for_thread(void)
 {
-    unsigned i = __atomic_fetch_add(&next_arena, 1, __ATOMIC_RELAXED) % narenas;
-    rp_heap *h = __atomic_load_n(&arenas[i], __ATOMIC_ACQUIRE);
-    if (h)
-        return h;
     pthread_mutex_lock(&arenas_lock);
-    h = arena_create_locked(i);
+    rp_heap *h = arena_create_locked(least_loaded_locked());
+    if (!h)
+        h = rp_arena_fallback();
+    /* Counted under the lock, so threads starting together spread over the arenas. */
+    if (h && rp_xfer_of(h))
+        rp_xfer_thread(rp_xfer_of(h), 1);
     pthread_mutex_unlock(&arenas_lock);
-    return h ? h : rp_arena_fallback();
+    return h;
 }
 
 rp_heap *rp_arena_get(unsigned i)

@@ -3,8 +3,8 @@
  * malloc never uses the default heap (rp_alloc(NULL, ...)): it creates its own heaps, named
  * "malloc-0", "malloc-1", ..., flagged RP_HEAP_MALLOC_ARENA so that free() knows their blocks
  * may go into a thread cache, and never destroyed (a cached block's heap must outlive it).
- * Each new thread cache is given the next arena round-robin; arenas are created on first
- * use, up to the `arenas` option (default one per CPU the process may run on, at least 2, at most RP_MAX_ARENAS).
+ * Each new thread cache is given the arena fewest thread caches use; arenas are created on
+ * first use, up to the `arenas` option (default one per CPU the process may run on, at least 2, at most RP_MAX_ARENAS).
  *
  * Invariants:
  *   A1  arenas[i] is NULL or a heap with RP_HEAP_MALLOC_ARENA, published (release) after the
@@ -34,8 +34,9 @@ rp_heap *rp_arenas_setup(void);
  * cache was torn down): arena 0, or the default heap before arena 0 exists. */
 rp_heap *rp_arena_fallback(void);
 
-/* The arena a new thread cache allocates from (round-robin). NULL when no arena can be
- * created (out of memory). */
+/* The arena a new thread cache allocates from: the one fewest thread caches use (see
+ * arena.c), counted as used by one more (rp_xfer_thread; the cache's teardown, or a failed
+ * creation, gives the count back). NULL when no arena can be created (out of memory). */
 rp_heap *rp_arena_for_thread(void);
 
 /* Arena i (0 <= i < RP_MAX_ARENAS), or NULL if not created. */

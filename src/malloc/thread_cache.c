@@ -125,16 +125,17 @@ static rp_tcache *tc_create(void)
         memset(tc, 0, sizeof *tc);
     } else {
         tc = rp_os_map(map_bytes);
-        if (!tc)
+        if (!tc) {
+            if (rp_xfer_of(arena))
+                rp_xfer_thread(rp_xfer_of(arena), -1);
             return NULL;
+        }
     }
     tc->map_bytes = map_bytes;
     tc->block_key = *rp_arena_key();
     tc->cap = cache_cap;
     tc->room = (ptrdiff_t)cache_cap;
-    tc->arena = arena;
-    if (rp_xfer_of(arena))
-        rp_xfer_thread(rp_xfer_of(arena), 1);
+    tc->arena = arena; /* counted by rp_arena_for_thread */
     tc->freed_limit = free_batch_limit;
     tc->hardened = hardened;
     tc->hq_rng = rp_secret_new((uint64_t)(uintptr_t)tc) | 1;
@@ -739,8 +740,12 @@ void rp_tc_fork_child(void)
     pthread_mutex_init(&caches_lock, NULL);
     rp_tcache *self = rp_tc_self;
     for (rp_tcache *tc = all_caches; tc; tc = tc->next)
-        if (tc != self)
+        if (tc != self) {
             retire_locked(tc);
+            /* Its thread does not exist here: its arena counts one thread less (arena.h). */
+            if (rp_xfer_of(tc->arena))
+                rp_xfer_thread(rp_xfer_of(tc->arena), -1);
+        }
     all_caches = self;
     if (self)
         self->next = self->prev = NULL;
