@@ -4,18 +4,12 @@
 # (The debug flavour warns about release-only options and runs with its defaults.)
 #   expect_ok_test.sh LIBRARY PROGRAM OK_LINE OPTIONS...
 set -u
+. "$(dirname "$0")/run_preloaded.sh"
 so=$(readlink -f "$1")
 prog=$2
 ok_line=$3
 shift 3
 for options in "$@"; do
-    out=$(LD_PRELOAD=$so RAMPART_OPTIONS=$options "$prog" 2>&1)
-    status=$?
-    if [ $status -ne 0 ] || [ "$(printf '%s\n' "$out" | tail -1)" != "$ok_line" ]; then
-        echo "FAIL (RAMPART_OPTIONS='$options'): status $status"
-        echo "$out"
-        exit 1
-    fi
-    echo "ok (RAMPART_OPTIONS='$options')"
+    run_preloaded "$so" "$ok_line" "$options" "$prog"
 done
 echo "all checks passed"

@@ -4,6 +4,7 @@
 # guarded and with one in ten, and the default report function ending the process after a
 # report that names the bug.
 set -u
+. "$(dirname "$0")/run_preloaded.sh"
 so=$(readlink -f "$1")
 prog=$2
 fail() {
@@ -11,15 +12,7 @@ fail() {
     exit 1
 }
 for run in "faults:guard=all" "faults-left:guard=all:guard_left=1" "clean:guard=sample:10" "clean:guard=all"; do
-    mode=${run%%:*}
-    options=${run#*:}
-    out=$(LD_PRELOAD=$so RAMPART_OPTIONS=$options "$prog" "$mode" 2>&1)
-    status=$?
-    if [ $status -ne 0 ] || [ "$(printf '%s\n' "$out" | tail -1)" != "guard ok" ]; then
-        printf '%s\n' "$out" | tail -40
-        fail "$mode, RAMPART_OPTIONS='$options': status $status"
-    fi
-    echo "ok ($mode, RAMPART_OPTIONS='$options')"
+    run_preloaded "$so" "guard ok" "${run#*:}" "$prog" "${run%%:*}"
 done
 # kind -> what the report must say
 for kind in overflow-read use-after-free-write double-free; do

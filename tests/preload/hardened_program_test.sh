@@ -4,6 +4,7 @@
 # defaults and in the hardened profile; with the debug library (which has no hardened profile),
 # the clean workload with the defaults.
 set -u
+. "$(dirname "$0")/run_preloaded.sh"
 so=$(readlink -f "$1")
 prog=$2
 runs=("clean:")
@@ -12,15 +13,6 @@ case "$(basename "$so")" in
 *) runs=("clean:" "clean:hardened=1" "misuse:hardened=1") ;;
 esac
 for run in "${runs[@]}"; do
-    mode=${run%%:*}
-    options=${run#*:}
-    out=$(LD_PRELOAD=$so RAMPART_OPTIONS=$options "$prog" "$mode" 2>&1)
-    status=$?
-    if [ $status -ne 0 ] || [ "$(printf '%s\n' "$out" | tail -1)" != "hardened ok" ]; then
-        echo "FAIL ($mode, RAMPART_OPTIONS='$options'): status $status"
-        echo "$out"
-        exit 1
-    fi
-    echo "ok ($mode, RAMPART_OPTIONS='$options')"
+    run_preloaded "$so" "hardened ok" "${run#*:}" "$prog" "${run%%:*}"
 done
 echo "all checks passed"
