@@ -152,6 +152,12 @@ rp_heap *rp_arena_for_thread(void)
     return h;
 }
 
+void rp_arena_thread_left(rp_heap *h)
+{
+    if (h && rp_xfer_of(h))
+        rp_xfer_thread(rp_xfer_of(h), -1);
+}
+
 rp_heap *rp_arena_get(unsigned i)
 {
     return i < RP_MAX_ARENAS ? __atomic_load_n(&arenas[i], __ATOMIC_ACQUIRE) : NULL;

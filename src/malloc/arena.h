@@ -35,9 +35,12 @@ rp_heap *rp_arenas_setup(void);
 rp_heap *rp_arena_fallback(void);
 
 /* The arena a new thread cache allocates from: the one fewest thread caches use (see
- * arena.c), counted as used by one more (rp_xfer_thread; the cache's teardown, or a failed
- * creation, gives the count back). NULL when no arena can be created (out of memory). */
+ * arena.c), counted as used by one more. NULL when no arena can be created (out of memory). */
 rp_heap *rp_arena_for_thread(void);
+
+/* Gives back the count rp_arena_for_thread took for h: a thread cache's teardown, a failed
+ * creation, or a forked child's cache of a thread the child does not have. */
+void rp_arena_thread_left(rp_heap *h);
 
 /* Arena i (0 <= i < RP_MAX_ARENAS), or NULL if not created. */
 rp_heap *rp_arena_get(unsigned i);

@@ -126,8 +126,7 @@ static rp_tcache *tc_create(void)
     } else {
         tc = rp_os_map(map_bytes);
         if (!tc) {
-            if (rp_xfer_of(arena))
-                rp_xfer_thread(rp_xfer_of(arena), -1);
+            rp_arena_thread_left(arena);
             return NULL;
         }
     }
@@ -685,8 +684,7 @@ static void tc_thread_exit(void *arg)
     rp_tc_self = NULL;
     tc_state = TC_DEAD;
     rp_tc_flush_all(tc);
-    if (rp_xfer_of(tc->arena))
-        rp_xfer_thread(rp_xfer_of(tc->arena), -1);
+    rp_arena_thread_left(tc->arena);
     pthread_mutex_lock(&caches_lock);
     tc_unlink_locked(tc);
     retire_locked(tc);
@@ -742,9 +740,7 @@ void rp_tc_fork_child(void)
     for (rp_tcache *tc = all_caches; tc; tc = tc->next)
         if (tc != self) {
             retire_locked(tc);
-            /* Its thread does not exist here: its arena counts one thread less (arena.h). */
-            if (rp_xfer_of(tc->arena))
-                rp_xfer_thread(rp_xfer_of(tc->arena), -1);
+            rp_arena_thread_left(tc->arena); /* its thread does not exist here */
         }
     all_caches = self;
     if (self)
