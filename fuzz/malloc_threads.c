@@ -47,6 +47,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -116,6 +117,9 @@ typedef struct worker {
     op ops[PHASE_OPS];
     int nops;
     void *burst[BURST_MAX];
+    /* For the stall watchdog (wait_for_workers), read by the main thread: atomic. */
+    unsigned long progress; /* operations finished, ever */
+    int at;                 /* the operation it is in, -1 between phases */
 } worker;
 
 static struct {
@@ -428,8 +432,11 @@ static void *worker_main(void *arg)
         for (int i = 0; i < w->nops; i++) {
             queue_index = i;
             doing = op_names[w->ops[i].code];
+            __atomic_store_n(&w->at, i, __ATOMIC_RELAXED);
             run_op(w, &w->ops[i]);
+            __atomic_fetch_add(&w->progress, 1, __ATOMIC_RELAXED);
         }
+        __atomic_store_n(&w->at, -1, __ATOMIC_RELAXED);
         doing = "waiting";
         int leave = w->exit_after;
         pthread_mutex_lock(&mu);
@@ -445,6 +452,7 @@ static void *worker_main(void *arg)
 static void start_worker(worker *w)
 {
     w->exit_after = 0;
+    w->at = -1;
     w->seen = generation;
     EXPECT(pthread_create(&w->thread, NULL, worker_main, w) == 0, "pthread_create failed");
     w->running = 1;
@@ -531,6 +539,65 @@ static void check_between_phases(void)
     EXPECT(rp_malloc_check(why, sizeof why) == 0, "rp_malloc_check after phase %u: %s", model.phase, why);
 }
 
+/* ---- stall watchdog ------------------------------------------------------------------------------ */
+
+/* A hang (a deadlock or a livelock in the allocator) ends in the fuzzer's unit timeout, whose
+ * report shows only the main thread, waiting here. So the wait names every worker that has
+ * made no progress for STALL_SECONDS, with the operation it is in. (Its stack cannot be had:
+ * ThreadSanitizer delivers a signal only when the thread next enters its runtime.) It only
+ * prints: a slow run that still progresses is left alone. */
+#ifndef STALL_SECONDS
+#define STALL_SECONDS 20
+#endif
+#define STALL_POLL_SECONDS 5
+
+static unsigned long progress_sum(void)
+{
+    unsigned long sum = 0;
+    for (int t = 0; t < model.nthreads; t++)
+        sum += __atomic_load_n(&model.workers[t].progress, __ATOMIC_RELAXED);
+    return sum;
+}
+
+static void report_stall(int seconds)
+{
+    fprintf(stderr, "malloc_threads: phase %u: no operation finished for %d s\n", model.phase, seconds);
+    for (int t = 0; t < model.nthreads; t++) {
+        worker *w = &model.workers[t];
+        int at = __atomic_load_n(&w->at, __ATOMIC_RELAXED);
+        if (at < 0)
+            continue;
+        const op *o = &w->ops[at];
+        fprintf(stderr, "malloc_threads: thread %d stalls in its operation %d of %d: %s (a=%u b=%u c=%u)\n", t, at,
+                w->nops, op_names[o->code], o->a, o->b, o->c);
+    }
+}
+
+/* Waits (mu held) until every worker has finished the phase. */
+static void wait_for_workers(void)
+{
+    unsigned long last = progress_sum();
+    int stalled = 0, told = 0;
+    while (done_count < model.nthreads) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += STALL_POLL_SECONDS;
+        if (pthread_cond_timedwait(&done_cv, &mu, &until) != ETIMEDOUT)
+            continue;
+        unsigned long now = progress_sum();
+        if (now != last) {
+            last = now;
+            stalled = 0;
+            continue;
+        }
+        stalled += STALL_POLL_SECONDS;
+        if (stalled >= STALL_SECONDS && !told) {
+            told = 1;
+            report_stall(stalled);
+        }
+    }
+}
+
 /* Runs the queued operations of every thread at once; the main thread forks meanwhile when
  * the phase asks for it. */
 static void run_phase(void)
@@ -546,8 +613,7 @@ static void run_phase(void)
         do_fork();
     }
     pthread_mutex_lock(&mu);
-    while (done_count < model.nthreads)
-        pthread_cond_wait(&done_cv, &mu);
+    wait_for_workers();
     pthread_mutex_unlock(&mu);
     model.op_name = "between phases";
     for (int t = 0; t < model.nthreads; t++) {
@@ -676,8 +742,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     done_count = 0;
     generation++;
     pthread_cond_broadcast(&start_cv);
-    while (done_count < model.nthreads)
-        pthread_cond_wait(&done_cv, &mu);
+    wait_for_workers();
     pthread_mutex_unlock(&mu);
     for (int t = 0; t < model.nthreads; t++)
         pthread_join(model.workers[t].thread, NULL);
