@@ -16,6 +16,21 @@
 
 typedef pthread_mutex_t rp_lock;
 
+/* ThreadSanitizer learns the order of two locks only from a blocking acquire: one taken by a
+ * successful try is never an edge of its lock graph. Under it every acquire blocks, so a
+ * lock-order inversion between heap, transfer-cache and slab locks is reported the first time
+ * both orders occur, not only when they deadlock. */
+#if defined(__SANITIZE_THREAD__)
+#define RP_LOCK_ORDER_VISIBLE 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define RP_LOCK_ORDER_VISIBLE 1
+#endif
+#endif
+#ifndef RP_LOCK_ORDER_VISIBLE
+#define RP_LOCK_ORDER_VISIBLE 0
+#endif
+
 /* Pause instructions a contended acquire spends at most, trying the lock between them at
  * growing intervals (1, 2, 4 .. RP_LOCK_SPIN_STEP pauses), before it sleeps. How long that
  * takes depends on what a pause costs the CPU. */
@@ -28,8 +43,12 @@ static inline void rp_lock_fini(rp_lock *l) { pthread_mutex_destroy(l); }
 void rp_lock_acquire_contended(rp_lock *l);
 static inline void rp_lock_acquire(rp_lock *l)
 {
+#if RP_LOCK_ORDER_VISIBLE
+    pthread_mutex_lock(l);
+#else
     if (pthread_mutex_trylock(l) != 0)
         rp_lock_acquire_contended(l);
+#endif
 }
 static inline void rp_lock_release(rp_lock *l) { pthread_mutex_unlock(l); }
 static inline int rp_lock_try(rp_lock *l) { return pthread_mutex_trylock(l) == 0; }
