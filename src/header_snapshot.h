@@ -58,6 +58,18 @@ static inline int rp_header_sound(const rp_mac_key *key, const rp_block *b)
     return rp_block_bits_ok(bits) && check == rp_block_check_word(key, (uintptr_t)b, size_prev, bits);
 }
 
+/* rp_header_sound, also setting *prev_size to the prev_size the check word covered (not a
+ * second read of the field, which a writer may have changed since). */
+RP_NO_SANITIZE_THREAD RP_NO_SANITIZE_ADDRESS
+static inline int rp_header_sound_prev(const rp_mac_key *key, const rp_block *b, uint32_t *prev_size)
+{
+    uint64_t size_prev = __atomic_load_n((const rp_header_word *)(const void *)b, __ATOMIC_RELAXED);
+    uint32_t bits = __atomic_load_n(&b->bits, __ATOMIC_RELAXED);
+    uint32_t check = __atomic_load_n(&b->check, __ATOMIC_RELAXED);
+    *prev_size = (uint32_t)size_prev;
+    return rp_block_bits_ok(bits) && check == rp_block_check_word(key, (uintptr_t)b, size_prev, bits);
+}
+
 /* The test batch frees (rp_free_batch) make of a user pointer p: 1 and *size set when
  * p is 16-byte aligned and not page aligned (so the header in front of it lies in p's own
  * page and can be read whatever p is) and that header is live under *key; 0 otherwise,

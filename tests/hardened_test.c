@@ -19,6 +19,8 @@
 #include "report_count.h"
 #include "src/malloc/malloc_slabs.h"
 #include "src/malloc/thread_cache.h"
+#include "src/pagemap.h"
+#include "src/region.h"
 #include "testing.h"
 
 static void *(*volatile do_malloc)(size_t) = malloc;
@@ -245,6 +247,42 @@ static void test_overflow_past_block(void)
     check_malloc("after the overflows past the block");
 }
 
+/* A free looks at the page-tier block below it without the heap's lock, while another thread
+ * may free that block and its descriptor come to say anything: a usable size that reaches past
+ * the freed block (here planted) is not followed, and nothing is reported. Page-aligned 8-page
+ * blocks (the request and the seal fill them) until two lie back to back. */
+static void test_neighbour_descriptor_changing(void)
+{
+    enum { N = 64 };
+    const size_t bytes = 8 * 4096;
+    unsigned char *blocks[N];
+    int tried = 0;
+    for (int i = 0; i < N; i++)
+        CHECK(posix_memalign((void **)&blocks[i], 4096, bytes - 16) == 0);
+    for (int i = 0; i < N && !tried; i++) {
+        for (int j = 0; j < N && !tried; j++) {
+            if (blocks[j] != blocks[i] + bytes)
+                continue;
+            rp_region *r = rp_pagemap_lookup(blocks[i]);
+            rp_page *below = rp_page_of(r, blocks[i]);
+            if (!r || below->state != RP_PAGE_LARGE || below->u.large.lead_pages != 0)
+                continue;
+            tried = 1;
+            uint64_t usable = below->u.large.usable;
+            below->u.large.usable = (uint64_t)1 << 40; /* read mid-change: far past the block */
+            memset(reports, 0, sizeof reports);
+            do_free(blocks[j]);
+            blocks[j] = NULL;
+            CHECKF(all_reports() == 0, "a changing descriptor below: %d reports", all_reports());
+            below->u.large.usable = usable;
+        }
+    }
+    CHECK(tried); /* two of 64 fresh 8-page blocks lie back to back */
+    for (int i = 0; i < N; i++)
+        do_free(blocks[i]);
+    check_malloc("after the changing neighbour");
+}
+
 /* The last slab of the chunk a slab block lies in is inaccessible. */
 static void test_guard_slab(void)
 {
@@ -301,6 +339,7 @@ int main(void)
     test_write_after_free_at_exit();
     test_overflow_past_request();
     test_overflow_past_block();
+    test_neighbour_descriptor_changing();
     test_guard_slab();
     test_core_heap();
     TEST_MAIN_END();

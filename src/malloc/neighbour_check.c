@@ -33,25 +33,70 @@ static const unsigned char *nonzero(const unsigned char *p, size_t n)
 }
 
 
+/* The block below, as first read: its user pointer and usable bytes, and what says it is still
+ * that block (its header for a span block, its descriptor for a page-tier block). */
+typedef struct neighbour {
+    rp_region *r;
+    const rp_block *header; /* a span block's, or NULL */
+    const rp_page *page;    /* a page-tier block's head, or NULL */
+    const void *user;
+    size_t usable;
+} neighbour;
+
+/* 1 while the neighbour is the live, uncached block first read: same place, same size. */
+static int neighbour_same(const neighbour *n)
+{
+    if (n->header) {
+        if (rp_header_live_size(rp_arena_key(), n->header) != n->usable + RP_USER_OFFSET)
+            return 0;
+        const uint8_t *mark = rp_cache_mark_in(n->r, n->user);
+        return !(mark && rp_cache_marked(mark));
+    }
+    const rp_page *d = n->page;
+    return __atomic_load_n(&d->state, __ATOMIC_ACQUIRE) == RP_PAGE_LARGE && d->u.large.lead_pages == 0 &&
+           !rp_tc_page_cached(d) && rp_large_usable(d) == n->usable;
+}
+
 /* The neighbour belongs to other threads, which may free, reuse and seal it again while it is
- * read: a seal word of 0 is a block being sealed or freed (rp_seal_clear) and is skipped; a seal
- * that does not hold is read again, and reported only when it failed NEIGHBOUR_READS times in a
- * row with the same word (a real overwrite stays; another thread's work in progress does not). */
+ * read: a seal word of 0 is a block being sealed or freed (rp_seal_clear) and is skipped; a
+ * neighbour that is no longer the same block (freed, or its memory handed out as blocks of
+ * other sizes, whose data then lies where its seal was) is skipped; a seal that does not hold
+ * is read again, and reported only when it failed NEIGHBOUR_READS times in a row with the same
+ * word, the neighbour unchanged throughout (a real overwrite stays; another thread's work in
+ * progress does not). */
 #define NEIGHBOUR_READS 3
-static int check_sealed_below(const void *p, const void *user, size_t usable)
+static int check_sealed_below(const void *p, const neighbour *n)
 {
     const unsigned char *bad = NULL;
-    uint64_t word = rp_seal_word(user, usable);
+    uint64_t word = rp_seal_word(n->user, n->usable);
     int same = 0;
     for (int reads = 0; same < NEIGHBOUR_READS; reads++) {
-        if (word == 0 || !(bad = rp_seal_tail_damage(rp_arena_key(), user, usable)) || reads == 4 * NEIGHBOUR_READS)
-            return 0; /* intact, or changing all the time: another thread's block in use */
-        uint64_t again = rp_seal_word(user, usable);
+        if (word == 0 || !(bad = rp_seal_tail_damage(rp_arena_key(), n->user, n->usable)) ||
+            reads == 4 * NEIGHBOUR_READS || !neighbour_same(n))
+            return 0; /* intact, or changing: another thread's block in use */
+        uint64_t again = rp_seal_word(n->user, n->usable);
         same = again == word ? same + 1 : 0;
         word = again;
     }
+    if (!neighbour_same(n))
+        return 0;
     return report_below(p, bad, "the end of the block below it was overwritten (its canary or seal): an underflow "
                              "of this block or an overflow of that one");
+}
+
+/* 1 if the span that ends at q has a broken sentinel header, read under its heap's lock. The
+ * first read was made without it, while another thread may have been making or giving back
+ * the span below (both under the lock): its pages then read as a span whose end holds anything.
+ * Under the lock the span below is whole, or not a span; p's own block, live, cannot change. */
+static int span_end_broken(rp_region *r, uintptr_t q)
+{
+    rp_heap *h = r->heap;
+    rp_lock_acquire(&h->lock);
+    rp_page *d = rp_page_of(r, (void *)(q - 1));
+    int broken = (d->state == RP_PAGE_SPAN || d->state == RP_PAGE_SPAN_TAIL) &&
+                 !rp_header_sound(rp_arena_key(), (const rp_block *)(q - sizeof(rp_block)));
+    rp_lock_release(&h->lock);
+    return broken;
 }
 
 /* What lies below q, the first byte of p's memory (its header, or its first page), q at the start
@@ -72,15 +117,17 @@ static int check_below_page(rp_region *r, uintptr_t q, const void *p)
     rp_page *d = rp_page_of(r, (void *)(q - 1));
     if (d->state == RP_PAGE_SPAN || d->state == RP_PAGE_SPAN_TAIL) {
         const rp_block *sentinel = (const rp_block *)(q - sizeof(rp_block));
-        if (!rp_header_sound(key, sentinel))
-            return report_below(p, sentinel, "the header below it (the end of a span) was overwritten");
-        uint32_t last = sentinel->prev_size;
+        uint32_t last;
+        if (!rp_header_sound_prev(key, sentinel, &last))
+            return span_end_broken(r, q) ? report_below(p, sentinel, "the header below it (the end of a span) was "
+                                                                     "overwritten")
+                                         : 0;
+        /* A checked prev_size of a span that ended at q: its last block lies in this region. */
         const rp_block *b = (const rp_block *)((uintptr_t)sentinel - last);
-        if (last && rp_header_live_size(key, b) == last) {
-            const void *user = (const char *)b + RP_USER_OFFSET;
-            const uint8_t *mark = rp_cache_mark_in(r, user);
-            if (!(mark && rp_cache_marked(mark)))
-                return check_sealed_below(p, user, last - RP_USER_OFFSET);
+        if (last && (uintptr_t)b >= r->base && rp_header_live_size(key, b) == last) {
+            neighbour n = {r, b, NULL, (const char *)b + RP_USER_OFFSET, last - RP_USER_OFFSET};
+            if (neighbour_same(&n))
+                return check_sealed_below(p, &n);
         }
         return 0;
     }
@@ -89,8 +136,14 @@ static int check_below_page(rp_region *r, uintptr_t q, const void *p)
         if (d->state == RP_PAGE_NONE)
             continue;
         if (d->state == RP_PAGE_LARGE && d->u.large.lead_pages == 0 && !rp_tc_page_cached(d)) {
-            const void *user = (const void *)rp_page_addr(r, d);
-            return check_sealed_below(p, user, rp_large_usable(d));
+            /* Read without the lock: another thread may have freed the block since, and its
+             * descriptor now says anything. Only a block that ends at or below q is read. */
+            uintptr_t user = rp_page_addr(r, d);
+            size_t usable = rp_large_usable(d);
+            if (usable < 8 || usable > q - user)
+                return 0;
+            neighbour n = {r, NULL, d, (const void *)user, usable};
+            return check_sealed_below(p, &n);
         }
         return 0;
     }
@@ -105,11 +158,10 @@ int rp_check_below_span(rp_region *r, const void *p)
     if (prev == 0)
         return ((uintptr_t)b & (RP_PAGE_SIZE - 1)) == 0 ? check_below_page(r, (uintptr_t)b, p) : 0;
     const rp_block *below = (const rp_block *)((uintptr_t)b - prev);
-    if (rp_header_live_size(key, below) != prev)
+    if ((uintptr_t)below < r->base || rp_header_live_size(key, below) != prev)
         return 0; /* free (or already reported by the heap's own checks) */
-    const void *user = (const char *)below + RP_USER_OFFSET;
-    const uint8_t *mark = rp_cache_mark_in(r, user);
-    return mark && rp_cache_marked(mark) ? 0 : check_sealed_below(p, user, prev - RP_USER_OFFSET);
+    neighbour n = {r, below, NULL, (const char *)below + RP_USER_OFFSET, prev - RP_USER_OFFSET};
+    return neighbour_same(&n) ? check_sealed_below(p, &n) : 0;
 }
 
 int rp_check_below_pages(rp_region *r, const void *p) { return check_below_page(r, (uintptr_t)p, p); }
