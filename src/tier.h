@@ -23,11 +23,14 @@ static inline int rp_wants_pages(const rp_heap *h, size_t size, size_t align)
         return 1;
     if (align < 1024)
         return 0;
-    /* The malloc drop-in's arenas trade the rest of the page for speed: a block aligned to a
-     * page or more is whole pages there (as in allocators whose classes are naturally
+    /* The malloc drop-in's arenas trade the rest of the page for speed: a block aligned to
+     * half a page or more is whole pages there (as in allocators whose classes are naturally
      * aligned), which the thread caches' page bins serve in O(1), not carved from a span at
-     * every allocation. Core heaps keep the span tier's thrift, below. */
-    if (align >= RP_PAGE_SIZE && (h->flags & RP_HEAP_MALLOC_ARENA) && RP_HOOK_PREFIX == 0)
+     * every allocation. At half a page that costs at most twice the span block it replaces
+     * (a request below 2 KiB aligned to 2 KiB takes a 2 KiB block with its header there; from
+     * 2 KiB on it is a page either way); smaller alignments would cost more (docs/BENCHMARKS.md,
+     * "Blocks aligned to half a page"). Core heaps keep the span tier's thrift, below. */
+    if (align >= RP_PAGE_SIZE / 2 && (h->flags & RP_HEAP_MALLOC_ARENA) && RP_HOOK_PREFIX == 0)
         return 1;
     if (size == 0)
         size = 1; /* a minimum block */

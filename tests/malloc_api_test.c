@@ -16,6 +16,8 @@
 #include "rampart.h"
 #include "rampart_malloc.h"
 #include "src/malloc/malloc_slabs.h"
+#include "src/pagemap.h"
+#include "src/region.h"
 #include "testing.h"
 
 void cfree(void *p);
@@ -595,7 +597,8 @@ static void test_aligned_page_bins(void)
 {
     static const struct {
         size_t size, align;
-    } cases[] = {{3072, 1024}, {4000, 2048}, {4096, 4096}, {64512, 4096}, {8192, 8192}, {12288, 1024}};
+    } cases[] = {{3072, 1024}, {4000, 2048}, {4096, 4096}, {64512, 4096}, {8192, 8192}, {12288, 1024},
+                 {16, 2048},   {100, 2048},  {2032, 2048}};
     rp_malloc_thread_flush();
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         size_t size = cases[k].size, align = cases[k].align;
@@ -603,7 +606,10 @@ static void test_aligned_page_bins(void)
         REQUIRE(posix_memalign(&p, align, size) == 0);
         rp_heap *arena = rp_heap_of(p);
         REQUIRE(arena);
-        CHECKF(((uintptr_t)p & 4095) == 0, "%zu/%zu: %p is a page-tier block", size, align, p);
+        rp_region *r = rp_pagemap_lookup(p);
+        REQUIRE(r);
+        CHECKF(((uintptr_t)p & 4095) == 0 && rp_page_of(r, p)->state == RP_PAGE_LARGE, "%zu/%zu: %p is not a page-tier block",
+               size, align, p);
         rp_heap_stats_t a, b;
         do_free(p);
         REQUIRE(rp_heap_stats(arena, &a) == 0);
@@ -613,6 +619,17 @@ static void test_aligned_page_bins(void)
                (unsigned long long)(b.alloc_calls - a.alloc_calls));
         CHECK(malloc_usable_size(q) >= size);
         do_free(q);
+    }
+    /* Below half a page of alignment a small block stays in a span (a page would be four times
+     * the 1 KiB block it takes there). */
+    for (int i = 0; i < 8; i++) {
+        void *s = NULL;
+        REQUIRE(posix_memalign(&s, 1024, 100) == 0);
+        rp_region *r = rp_pagemap_lookup(s);
+        REQUIRE(r);
+        uint8_t state = rp_page_of(r, s)->state;
+        CHECKF(state == RP_PAGE_SPAN || state == RP_PAGE_SPAN_TAIL, "100/1024: %p is not a span block", s);
+        do_free(s);
     }
     /* One-page blocks: one that starts on an odd page stays in its bin when a page aligned to
      * 8192 is asked for. */
