@@ -124,12 +124,10 @@ static int check_below_page(rp_region *r, uintptr_t q, const void *p)
                                          : 0;
         /* A checked prev_size of a span that ended at q: its last block lies in this region. */
         const rp_block *b = (const rp_block *)((uintptr_t)sentinel - last);
-        if (last && (uintptr_t)b >= r->base && rp_header_live_size(key, b) == last) {
-            neighbour n = {r, b, NULL, (const char *)b + RP_USER_OFFSET, last - RP_USER_OFFSET};
-            if (neighbour_same(&n))
-                return check_sealed_below(p, &n);
-        }
-        return 0;
+        if (!last || (uintptr_t)b < r->base)
+            return 0;
+        neighbour n = {r, b, NULL, (const char *)b + RP_USER_OFFSET, last - RP_USER_OFFSET};
+        return neighbour_same(&n) ? check_sealed_below(p, &n) : 0;
     }
     rp_page *first = rp_page_of(r, (void *)r->base);
     for (unsigned i = 0; i <= RP_GUARD_SCAN_PAGES && d >= first; i++, d--) {
@@ -152,14 +150,14 @@ static int check_below_page(rp_region *r, uintptr_t q, const void *p)
 
 int rp_check_below_span(rp_region *r, const void *p)
 {
-    const rp_mac_key *key = rp_arena_key();
     const rp_block *b = rp_block_of_user(p);
     uint32_t prev = b->prev_size;
     if (prev == 0)
         return ((uintptr_t)b & (RP_PAGE_SIZE - 1)) == 0 ? check_below_page(r, (uintptr_t)b, p) : 0;
     const rp_block *below = (const rp_block *)((uintptr_t)b - prev);
-    if ((uintptr_t)below < r->base || rp_header_live_size(key, below) != prev)
-        return 0; /* free (or already reported by the heap's own checks) */
+    if ((uintptr_t)below < r->base)
+        return 0;
+    /* A free neighbour (or one the heap's own checks report) is not looked at. */
     neighbour n = {r, below, NULL, (const char *)below + RP_USER_OFFSET, prev - RP_USER_OFFSET};
     return neighbour_same(&n) ? check_sealed_below(p, &n) : 0;
 }
