@@ -590,6 +590,14 @@ static void test_fast_path_takes_no_lock(void)
     CHECK_MALLOC_OK();
 }
 
+/* The state of the page holding p, a block of some arena (src/region.h). */
+static uint8_t page_state(const void *p)
+{
+    rp_region *r = rp_pagemap_lookup(p);
+    REQUIRE(r);
+    return rp_page_of(r, p)->state;
+}
+
 /* Aligned requests the page tier serves (tier.h) come back from the page bins: a block just
  * freed is handed out again with no heap call, and only when it is aligned enough for the
  * new request. A second free of such a block is reported (RP_PAGEF_CACHED). */
@@ -606,10 +614,8 @@ static void test_aligned_page_bins(void)
         REQUIRE(posix_memalign(&p, align, size) == 0);
         rp_heap *arena = rp_heap_of(p);
         REQUIRE(arena);
-        rp_region *r = rp_pagemap_lookup(p);
-        REQUIRE(r);
-        CHECKF(((uintptr_t)p & 4095) == 0 && rp_page_of(r, p)->state == RP_PAGE_LARGE, "%zu/%zu: %p is not a page-tier block",
-               size, align, p);
+        CHECKF(((uintptr_t)p & 4095) == 0 && page_state(p) == RP_PAGE_LARGE, "%zu/%zu: %p is not a page-tier block", size,
+               align, p);
         rp_heap_stats_t a, b;
         do_free(p);
         REQUIRE(rp_heap_stats(arena, &a) == 0);
@@ -625,9 +631,7 @@ static void test_aligned_page_bins(void)
     for (int i = 0; i < 8; i++) {
         void *s = NULL;
         REQUIRE(posix_memalign(&s, 1024, 100) == 0);
-        rp_region *r = rp_pagemap_lookup(s);
-        REQUIRE(r);
-        uint8_t state = rp_page_of(r, s)->state;
+        uint8_t state = page_state(s);
         CHECKF(state == RP_PAGE_SPAN || state == RP_PAGE_SPAN_TAIL, "100/1024: %p is not a span block", s);
         do_free(s);
     }

@@ -157,8 +157,8 @@ int rp_check_below_span(rp_region *r, const void *p)
     const rp_block *below = (const rp_block *)((uintptr_t)b - prev);
     if ((uintptr_t)below < r->base)
         return 0;
-    /* A free neighbour (or one the heap's own checks report) is not looked at. */
     neighbour n = {r, below, NULL, (const char *)below + RP_USER_OFFSET, prev - RP_USER_OFFSET};
+    /* A free neighbour (or one the heap's own checks report) is not looked at. */
     return neighbour_same(&n) ? check_sealed_below(p, &n) : 0;
 }
 
